@@ -1,0 +1,35 @@
+"""worqr: distributed work over Redis.
+
+A mesh of workers that register in Redis, keep a lease alive with heartbeats,
+hear about work over pub/sub, and fail each other's dead members by returning
+their tasks to the front of the queue.
+"""
+
+from ._aclient import AsyncWorqr
+from ._client import Worqr
+from ._errors import (
+    AmbiguousResultError,
+    LeaseLostError,
+    NotStartedError,
+    RedisUnavailableError,
+    WorqrError,
+)
+from ._keys import MAX_NAME_CHARS, validate_name
+from ._process import Process
+from ._settings import Settings
+
+__all__ = [
+    "MAX_NAME_CHARS",
+    "AmbiguousResultError",
+    "AsyncWorqr",
+    "LeaseLostError",
+    "NotStartedError",
+    "Process",
+    "RedisUnavailableError",
+    "Settings",
+    "Worqr",
+    "WorqrError",
+    "validate_name",
+]
+
+__version__ = "0.1.0"

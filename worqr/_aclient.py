@@ -1,0 +1,287 @@
+"""`AsyncWorqr`: the asyncio client. Executes the same plans as `Worqr`; asyncio
+tasks, owned and awaited by the client, run the heartbeat and the listener."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import time
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any, TypeVar
+
+import redis.asyncio as aioredis
+from redis.asyncio.client import PubSub
+from redis.commands.core import AsyncScript
+from tenacity import AsyncRetrying
+
+from ._calls import Plan, Request, Subscribe
+from ._client import settings_from
+from ._connect import check_client, command_options, resolve_url, subscriber_options
+from ._core import Callback, Core
+from ._process import Process
+from ._retry import OutageLog, final_error, tenacity_options
+from ._scripts import SCRIPT_NAMES, source
+from ._settings import Settings
+
+T = TypeVar("T")
+logger = logging.getLogger("worqr")
+
+
+class AsyncWorqr:
+    """The asyncio twin of `Worqr`: same methods, awaited. Use ``async with``
+    or call `aclose()`."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        prefix: str | None = None,
+        redis: aioredis.Redis | None = None,
+        subscriber: aioredis.Redis | None = None,
+        ttl: float | None = None,
+        heartbeat: float | None = None,
+        max_recoveries: int | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        self.settings = settings_from(
+            settings, prefix=prefix, ttl=ttl, heartbeat=heartbeat, max_recoveries=max_recoveries
+        )
+        self._core = Core(self.settings)
+        self._url = resolve_url(url)
+        self._own_redis = redis is None
+        self._own_subscriber = subscriber is None
+        if redis is None:
+            redis = aioredis.Redis.from_url(self._url, **command_options(self.settings))
+        else:
+            check_client(redis, "redis")
+        if subscriber is not None:
+            check_client(subscriber, "subscriber")
+        self._redis = redis
+        self._subscriber = subscriber
+        self._pubsub: PubSub | None = None
+        self._scripts: dict[str, AsyncScript] = {
+            name: redis.register_script(source(name)) for name in SCRIPT_NAMES
+        }
+        self._tasks: list[asyncio.Task[None]] = []
+        self._start_lock = asyncio.Lock()
+
+    def __repr__(self) -> str:  # never the URL: it may hold a password
+        return f"AsyncWorqr(prefix={self.settings.prefix!r}, worker_id={self.worker_id!r})"
+
+    # -- driving plans ---------------------------------------------------------
+
+    async def _drive(self, plan: Plan[T], deadline: float | None = None) -> T:
+        limit = self.settings.retry_deadline if deadline is None else deadline
+        try:
+            request = next(plan)
+            while True:
+                try:
+                    reply = await self._execute(request, limit)
+                except Exception as error:  # handed to the plan, which may handle it
+                    request = plan.throw(error)
+                else:
+                    request = plan.send(reply)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    async def _execute(self, request: Request, deadline: float) -> Any:
+        try:
+            async for attempt in AsyncRetrying(**tenacity_options(request, deadline)):
+                with attempt:
+                    return await self._execute_once(request)
+        except Exception as error:
+            raise final_error(request, error) from error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _execute_once(self, request: Request) -> Any:
+        if isinstance(request, Subscribe):
+            pubsub = self._ensure_listener()
+            if request.add:
+                await pubsub.subscribe(*request.add)
+            if request.remove:
+                await pubsub.unsubscribe(*request.remove)
+            return None
+        if request.script is not None:
+            return await self._scripts[request.script](request.keys, request.args, self._redis)
+        return await self._redis.execute_command(*request.args)  # type: ignore[no-untyped-call]
+
+    # -- producing -------------------------------------------------------------
+
+    async def enqueue(self, queue: str, task: str | bytes) -> None:
+        await self._drive(self._core.enqueue_many(queue, [task]))
+
+    async def enqueue_many(self, queue: str, tasks: Iterable[str | bytes]) -> int:
+        return await self._drive(self._core.enqueue_many(queue, tasks))
+
+    async def cancel_tasks(self, queue: str, task: str | bytes) -> int:
+        return await self._drive(self._core.cancel_tasks(queue, task))
+
+    async def delete_queue(self, queue: str) -> None:
+        await self._drive(self._core.delete_queue(queue))
+
+    # -- reading ---------------------------------------------------------------
+
+    async def get_queues(self) -> list[str]:
+        return await self._drive(self._core.get_queues())
+
+    async def get_workers(self) -> list[str]:
+        return await self._drive(self._core.get_workers())
+
+    async def get_working_queues(self, worker_id: str | None = None) -> list[str]:
+        return await self._drive(self._core.get_working_queues(worker_id))
+
+    async def get_worker_info(self, worker_id: str) -> dict[str, str]:
+        return await self._drive(self._core.get_worker_info(worker_id))
+
+    async def count_tasks(self, queue: str) -> int:
+        return await self._drive(self._core.count_tasks(queue))
+
+    async def count_processes(self, queue: str) -> int:
+        return await self._drive(self._core.count_processes(queue))
+
+    async def get_failed(self, queue: str) -> list[str | bytes]:
+        return await self._drive(self._core.get_failed(queue))
+
+    # -- working ---------------------------------------------------------------
+
+    @property
+    def worker_id(self) -> str | None:
+        return self._core.worker_id
+
+    def lease_fresh(self) -> bool:
+        return self._core.lease_fresh()
+
+    def add_lease_lost_hook(self, hook: Any) -> None:
+        self._core.lease_lost_hooks.append(hook)
+
+    async def start_worker(self) -> str:
+        async with self._start_lock:
+            if self._core.worker_id is not None:
+                return self._core.worker_id
+            worker = await self._drive(self._core.start_worker())
+            self._spawn(self._heartbeat_loop(), "worqr-heartbeat")
+            return worker
+
+    async def start_work(self, queue: str) -> None:
+        await self._drive(self._core.start_work(queue))
+
+    async def stop_work(self, queue: str) -> None:
+        await self._drive(self._core.stop_work(queue))
+
+    async def on(self, queue: str, callback: Callback) -> None:
+        """``callback(event, message)``; it may be a coroutine function."""
+        await self._drive(self._core.on(queue, callback))
+
+    async def dequeue(self, queue: str) -> Process | None:
+        taken = await self._drive(self._core.dequeue(queue, 1))
+        return taken[0] if taken else None
+
+    async def dequeue_many(self, queue: str, count: int) -> list[Process]:
+        return await self._drive(self._core.dequeue(queue, count))
+
+    async def finish_process(self, process: str | Process) -> bool:
+        return await self._drive(self._core.finish_process(process))
+
+    async def stop_process(self, process: str | Process) -> bool:
+        return await self._drive(self._core.stop_process(process))
+
+    async def fail_worker(self) -> int:
+        return await self._drive(self._core.fail_worker())
+
+    async def reap(self) -> int:
+        return await self._drive(self._core.reap())
+
+    async def heartbeat(self) -> str:
+        return await self._drive(self._core.heartbeat(), deadline=0)
+
+    # -- background loops --------------------------------------------------------
+
+    def _spawn(self, loop: Any, name: str) -> None:
+        self._tasks.append(asyncio.create_task(loop, name=name))
+
+    async def _heartbeat_loop(self) -> None:
+        outage = OutageLog("heartbeat")
+        while True:
+            await asyncio.sleep(outage.backoff() if outage.since else self.settings.heartbeat)
+            try:
+                await self._drive(self._core.heartbeat(), deadline=0)
+                outage.ok()
+            except Exception as error:
+                outage.failed(error)
+
+    def _ensure_listener(self) -> PubSub:
+        if self._pubsub is None:
+            if self._subscriber is None:
+                self._subscriber = aioredis.Redis.from_url(
+                    self._url, **subscriber_options(self.settings)
+                )
+            self._pubsub = self._subscriber.pubsub()
+            self._spawn(self._listen_loop(), "worqr-listener")
+        return self._pubsub
+
+    async def _listen_loop(self) -> None:
+        pubsub = self._pubsub
+        assert pubsub is not None
+        outage = OutageLog("listener")
+        next_poll = time.monotonic() + self.settings.poll_interval
+        while True:
+            wait = min(0.25, max(0.0, next_poll - time.monotonic()))
+            try:
+                if pubsub.subscribed:
+                    message = await pubsub.get_message(timeout=wait)
+                else:
+                    message = None
+                    await asyncio.sleep(wait)
+                outage.ok()
+            except Exception as error:
+                outage.failed(error)
+                await asyncio.sleep(outage.backoff())
+                continue
+            events = self._core.parse_message(message) if message else []
+            if time.monotonic() >= next_poll:
+                events += self._core.poll_events()
+                next_poll = time.monotonic() + self.settings.poll_interval
+            for queue, event, payload in events:
+                for callback in self._core.listeners(queue):
+                    try:
+                        result = callback(event, payload)
+                        if inspect.isawaitable(result):
+                            await result
+                    except Exception:
+                        logger.exception("listener of queue %r failed on %r", queue, event)
+
+    # -- closing ---------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        try:
+            if self._core.worker_id is not None:
+                await self._drive(self._core.deregister())
+        finally:
+            current = asyncio.current_task()
+            for task in self._tasks:
+                if task is not current:
+                    task.cancel()
+            for task in self._tasks:
+                if task is not current:
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+            if self._pubsub is not None:
+                await self._pubsub.aclose()  # type: ignore[no-untyped-call]
+            if self._own_subscriber and self._subscriber is not None:
+                await self._subscriber.aclose()
+            if self._own_redis:
+                await self._redis.aclose()
+
+    async def __aenter__(self) -> AsyncWorqr:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

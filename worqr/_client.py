@@ -1,0 +1,301 @@
+"""`Worqr`: the synchronous client. Executes the core's plans; threads run the
+heartbeat and the pub/sub listener."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any, TypeVar
+
+import redis as redis_py
+from redis.client import PubSub
+from redis.commands.core import Script
+from tenacity import Retrying
+
+from ._calls import Plan, Request, Subscribe
+from ._connect import check_client, command_options, resolve_url, subscriber_options
+from ._core import Callback, Core
+from ._process import Process
+from ._retry import OutageLog, final_error, tenacity_options
+from ._scripts import SCRIPT_NAMES, source
+from ._settings import Settings
+
+T = TypeVar("T")
+logger = logging.getLogger("worqr")
+
+
+def settings_from(settings: Settings | None, **overrides: Any) -> Settings:
+    """``settings`` (or the defaults) with every override that is not None."""
+    given = {name: value for name, value in overrides.items() if value is not None}
+    return dataclasses.replace(settings or Settings(), **given)
+
+
+class Worqr:
+    """A client of one worqr mesh: produce tasks, and optionally be a worker.
+
+    See the README for the semantics of each method. Thread-safe for use from
+    several threads; background threads run only after `start_worker()` or `on()`.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        prefix: str | None = None,
+        redis: redis_py.Redis | None = None,
+        subscriber: redis_py.Redis | None = None,
+        ttl: float | None = None,
+        heartbeat: float | None = None,
+        max_recoveries: int | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        self.settings = settings_from(
+            settings, prefix=prefix, ttl=ttl, heartbeat=heartbeat, max_recoveries=max_recoveries
+        )
+        self._core = Core(self.settings)
+        self._url = resolve_url(url)
+        self._own_redis = redis is None
+        self._own_subscriber = subscriber is None
+        if redis is None:
+            redis = redis_py.Redis.from_url(self._url, **command_options(self.settings))
+        else:
+            check_client(redis, "redis")
+        if subscriber is not None:
+            check_client(subscriber, "subscriber")
+        self._redis = redis
+        self._subscriber = subscriber
+        self._pubsub: PubSub | None = None
+        self._scripts: dict[str, Script] = {
+            name: redis.register_script(source(name)) for name in SCRIPT_NAMES
+        }
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:  # never the URL: it may hold a password
+        return f"Worqr(prefix={self.settings.prefix!r}, worker_id={self.worker_id!r})"
+
+    # -- driving plans ---------------------------------------------------------
+
+    def _drive(self, plan: Plan[T], deadline: float | None = None) -> T:
+        limit = self.settings.retry_deadline if deadline is None else deadline
+        try:
+            request = next(plan)
+            while True:
+                try:
+                    reply = self._execute(request, limit)
+                except Exception as error:  # handed to the plan, which may handle it
+                    request = plan.throw(error)
+                else:
+                    request = plan.send(reply)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    def _execute(self, request: Request, deadline: float) -> Any:
+        try:
+            for attempt in Retrying(**tenacity_options(request, deadline)):
+                with attempt:
+                    return self._execute_once(request)
+        except Exception as error:
+            raise final_error(request, error) from error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _execute_once(self, request: Request) -> Any:
+        if isinstance(request, Subscribe):
+            pubsub = self._ensure_listener()
+            if request.add:
+                pubsub.subscribe(*request.add)
+            if request.remove:
+                pubsub.unsubscribe(*request.remove)  # type: ignore[no-untyped-call]
+            return None
+        if request.script is not None:
+            return self._scripts[request.script](request.keys, request.args, self._redis)
+        return self._redis.execute_command(*request.args)  # type: ignore[no-untyped-call]
+
+    # -- producing -------------------------------------------------------------
+
+    def enqueue(self, queue: str, task: str | bytes) -> None:
+        """Add one task to the back of ``queue``."""
+        self._drive(self._core.enqueue_many(queue, [task]))
+
+    def enqueue_many(self, queue: str, tasks: Iterable[str | bytes]) -> int:
+        """Add tasks to the back of ``queue`` in order; returns how many."""
+        return self._drive(self._core.enqueue_many(queue, tasks))
+
+    def cancel_tasks(self, queue: str, task: str | bytes) -> int:
+        """Cancel every copy of ``task``: queued copies are removed, in-process
+        copies end and their workers are told. Returns how many copies."""
+        return self._drive(self._core.cancel_tasks(queue, task))
+
+    def delete_queue(self, queue: str) -> None:
+        """Drop ``queue`` with its tasks and processes; listeners get "delete"."""
+        self._drive(self._core.delete_queue(queue))
+
+    # -- reading ---------------------------------------------------------------
+
+    def get_queues(self) -> list[str]:
+        return self._drive(self._core.get_queues())
+
+    def get_workers(self) -> list[str]:
+        return self._drive(self._core.get_workers())
+
+    def get_working_queues(self, worker_id: str | None = None) -> list[str]:
+        return self._drive(self._core.get_working_queues(worker_id))
+
+    def get_worker_info(self, worker_id: str) -> dict[str, str]:
+        return self._drive(self._core.get_worker_info(worker_id))
+
+    def count_tasks(self, queue: str) -> int:
+        return self._drive(self._core.count_tasks(queue))
+
+    def count_processes(self, queue: str) -> int:
+        return self._drive(self._core.count_processes(queue))
+
+    def get_failed(self, queue: str) -> list[str | bytes]:
+        return self._drive(self._core.get_failed(queue))
+
+    # -- working ---------------------------------------------------------------
+
+    @property
+    def worker_id(self) -> str | None:
+        return self._core.worker_id
+
+    def lease_fresh(self) -> bool:
+        """False when this worker has not heartbeat for most of its TTL."""
+        return self._core.lease_fresh()
+
+    def add_lease_lost_hook(self, hook: Any) -> None:
+        """Call ``hook(old_worker_id)`` when this worker learns it was failed."""
+        self._core.lease_lost_hooks.append(hook)
+
+    def start_worker(self) -> str:
+        """Register in the mesh and start the heartbeat and peer supervision."""
+        with self._lock:
+            if self._core.worker_id is not None:
+                return self._core.worker_id
+            worker = self._drive(self._core.start_worker())
+            self._spawn("worqr-heartbeat", self._heartbeat_loop)
+            return worker
+
+    def start_work(self, queue: str) -> None:
+        self._drive(self._core.start_work(queue))
+
+    def stop_work(self, queue: str) -> None:
+        """Stop working on ``queue``; its processes go back to the front."""
+        self._drive(self._core.stop_work(queue))
+
+    def on(self, queue: str, callback: Callback) -> None:
+        """Call ``callback(event, message)`` for "work", "cancel" and "delete"."""
+        self._drive(self._core.on(queue, callback))
+
+    def dequeue(self, queue: str) -> Process | None:
+        """Take the task at the front of ``queue``, or None when it is empty."""
+        taken = self._drive(self._core.dequeue(queue, 1))
+        return taken[0] if taken else None
+
+    def dequeue_many(self, queue: str, count: int) -> list[Process]:
+        """Take up to ``count`` tasks from the front of ``queue`` in one call."""
+        return self._drive(self._core.dequeue(queue, count))
+
+    def finish_process(self, process: str | Process) -> bool:
+        return self._drive(self._core.finish_process(process))
+
+    def stop_process(self, process: str | Process) -> bool:
+        return self._drive(self._core.stop_process(process))
+
+    def fail_worker(self) -> int:
+        return self._drive(self._core.fail_worker())
+
+    def reap(self) -> int:
+        return self._drive(self._core.reap())
+
+    def heartbeat(self) -> str:
+        """Run one heartbeat now (the background thread does it every interval)."""
+        return self._drive(self._core.heartbeat(), deadline=0)
+
+    # -- background loops --------------------------------------------------------
+
+    def _spawn(self, name: str, target: Any) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _heartbeat_loop(self) -> None:
+        outage = OutageLog("heartbeat")
+        interval = self.settings.heartbeat
+        while not self._stopping.wait(outage.backoff() if outage.since else interval):
+            try:
+                self._drive(self._core.heartbeat(), deadline=0)
+                outage.ok()
+            except Exception as error:
+                outage.failed(error)
+
+    def _ensure_listener(self) -> PubSub:
+        with self._lock:
+            if self._pubsub is None:
+                if self._subscriber is None:
+                    self._subscriber = redis_py.Redis.from_url(
+                        self._url, **subscriber_options(self.settings)
+                    )
+                self._pubsub = self._subscriber.pubsub()  # type: ignore[no-untyped-call]
+                self._spawn("worqr-listener", self._listen_loop)
+            return self._pubsub
+
+    def _listen_loop(self) -> None:
+        pubsub = self._pubsub
+        assert pubsub is not None
+        outage = OutageLog("listener")
+        next_poll = time.monotonic() + self.settings.poll_interval
+        while not self._stopping.is_set():
+            wait = min(0.25, max(0.0, next_poll - time.monotonic()))
+            try:
+                message = pubsub.get_message(timeout=wait)
+                outage.ok()
+            except Exception as error:
+                outage.failed(error)
+                self._stopping.wait(outage.backoff())
+                continue
+            events = self._core.parse_message(message) if message else []
+            if time.monotonic() >= next_poll:
+                events += self._core.poll_events()
+                next_poll = time.monotonic() + self.settings.poll_interval
+            for queue, event, payload in events:
+                for callback in self._core.listeners(queue):
+                    try:
+                        callback(event, payload)
+                    except Exception:
+                        logger.exception("listener of queue %r failed on %r", queue, event)
+
+    # -- closing ---------------------------------------------------------------
+
+    def close(self) -> None:
+        """Leave the mesh (processes go back to the front) and close connections."""
+        try:
+            if self._core.worker_id is not None:
+                self._drive(self._core.deregister())
+        finally:
+            self._stopping.set()
+            for thread in self._threads:
+                if thread is not threading.current_thread():
+                    thread.join(timeout=5)
+            if self._pubsub is not None:
+                self._pubsub.close()
+            if self._own_subscriber and self._subscriber is not None:
+                self._subscriber.close()
+            if self._own_redis:
+                self._redis.close()
+
+    def __enter__(self) -> Worqr:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

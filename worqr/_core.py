@@ -1,0 +1,481 @@
+"""The sans-I/O core shared by `Worqr` and `AsyncWorqr`.
+
+`Core` holds one client's state (its worker id, the queues it works on, the
+processes it holds) and builds *plans*: generators that yield the Redis calls to
+make and read the replies. The clients only execute what the plans yield, so the
+logic exists once for both colours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import re
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ._calls import Plan, Subscribe, command, script
+from ._errors import AmbiguousResultError, NotStartedError
+from ._keys import MeshKeys, QueueKeys, validate_name
+from ._process import Process, decode_task
+from ._scripts import IdTakenError, NotMemberError
+from ._settings import Settings
+
+logger = logging.getLogger("worqr")
+
+Callback = Callable[[str, Any], object]
+"""A listener: ``callback(event, message)``; see `Core.parse_message`."""
+
+ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
+REGISTRY_REFRESH = 30.0  # seconds between re-adding a queue to the registry
+MGET_BATCH = 1000  # alive keys read per command while reaping
+
+
+def _worker_id() -> str:
+    host = re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname())[:40] or "host"
+    return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+
+
+class Core:
+    """State and plans of one client. Not thread-safe beyond what the GIL gives;
+    the sync client confines each plan to one thread at a time per state change."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.mesh = MeshKeys(settings.prefix)
+        self.worker_id: str | None = None
+        self.working: set[str] = set()
+        self.last_heartbeat = 0.0  # monotonic time the last successful heartbeat was sent
+        self.lease_lost_hooks: list[Callable[[str], object]] = []
+        self._owned: dict[str, tuple[str, str]] = {}  # pid -> (queue, worker id)
+        self._listeners: dict[str, list[Callback]] = {}
+        self._channels: dict[str, tuple[str, str]] = {}  # channel -> (queue, "events"|"wake")
+        self._registered: dict[str, float] = {}  # queue -> when it was last added to registry
+        self._calls = itertools.count(1)
+
+    # -- validation ------------------------------------------------------------
+
+    def encode_task(self, task: object) -> bytes:
+        if isinstance(task, str):
+            try:
+                data = task.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise ValueError(f"task is not encodable as UTF-8: {error.reason}") from None
+        elif isinstance(task, bytes | bytearray | memoryview):
+            data = bytes(task)
+        else:
+            raise TypeError(f"task must be str or bytes, not {type(task).__name__}")
+        if len(data) > self.settings.max_task_bytes:
+            raise ValueError(
+                f"task is {len(data)} bytes; the limit is {self.settings.max_task_bytes} "
+                "(Settings.max_task_bytes)"
+            )
+        return data
+
+    def require_worker(self) -> str:
+        if self.worker_id is None:
+            raise NotStartedError("call start_worker() first")
+        return self.worker_id
+
+    def queue_keys(self, queue: str) -> QueueKeys:
+        return self.mesh.queue(validate_name(queue))
+
+    def lease_fresh(self) -> bool:
+        """False once the worker has not heartbeat for most of its TTL: it should
+        stop starting work before its peers may fail it."""
+        return time.monotonic() - self.last_heartbeat < self.settings.ttl * 2 / 3
+
+    # -- producing -------------------------------------------------------------
+
+    def enqueue_many(self, queue: str, tasks: Iterable[object]) -> Plan[int]:
+        keys = self.queue_keys(queue)
+        if isinstance(tasks, str | bytes):
+            raise TypeError("enqueue_many takes an iterable of tasks, not one task")
+        payloads = [self.encode_task(task) for task in tasks]  # all checked before any write
+        if not payloads:
+            return 0
+        yield from self._register_queue(queue)
+        done = 0
+        for start in range(0, len(payloads), ENQUEUE_BATCH):
+            batch = payloads[start : start + ENQUEUE_BATCH]
+            try:
+                yield script(
+                    "enqueue", (keys.tasks, keys.idle), (keys.wake_prefix, *batch), idempotent=False
+                )
+            except AmbiguousResultError:
+                if len(payloads) == 1:
+                    raise
+                raise AmbiguousResultError(
+                    f"{done} of {len(payloads)} tasks were enqueued; the next "
+                    f"{len(batch)} may or may not have been"
+                ) from None
+            done += len(batch)
+        return done
+
+    def _register_queue(self, queue: str) -> Plan[None]:
+        now = time.monotonic()
+        if now - self._registered.get(queue, -REGISTRY_REFRESH) >= REGISTRY_REFRESH:
+            yield command("SADD", self.mesh.queues, queue)
+            self._registered[queue] = now
+
+    def cancel_tasks(self, queue: str, task: object) -> Plan[int]:
+        keys = self.queue_keys(queue)
+        data = self.encode_task(task)
+        reply = yield script(
+            "cancel", (keys.tasks, keys.processes, keys.recoveries), (data, keys.events)
+        )
+        return int(reply[0]) + len(reply) - 1
+
+    def delete_queue(self, queue: str) -> Plan[None]:
+        keys = self.queue_keys(queue)
+        members = yield command("SMEMBERS", keys.members)
+        owned = [keys.worker(_text(member)) for member in members]
+        everything = (
+            keys.tasks,
+            keys.processes,
+            keys.members,
+            keys.idle,
+            keys.recoveries,
+            keys.failed,
+            keys.seq,
+            *owned,
+        )
+        yield script("delete_queue", everything, (keys.events,))
+        yield command("SREM", self.mesh.queues, queue)
+        self._registered.pop(queue, None)
+
+    # -- reading ---------------------------------------------------------------
+
+    def get_queues(self) -> Plan[list[str]]:
+        return sorted(_text(q) for q in (yield command("SMEMBERS", self.mesh.queues)))
+
+    def get_workers(self) -> Plan[list[str]]:
+        return sorted(_text(w) for w in (yield command("SMEMBERS", self.mesh.workers)))
+
+    def get_working_queues(self, worker_id: str | None) -> Plan[list[str]]:
+        worker = self.require_worker() if worker_id is None else worker_id
+        queues = yield command("SMEMBERS", self.mesh.worker_queues(worker))
+        return sorted(_text(q) for q in queues)
+
+    def count_tasks(self, queue: str) -> Plan[int]:
+        return int((yield command("LLEN", self.queue_keys(queue).tasks)))
+
+    def count_processes(self, queue: str) -> Plan[int]:
+        return int((yield command("HLEN", self.queue_keys(queue).processes)))
+
+    def get_failed(self, queue: str) -> Plan[list[str | bytes]]:
+        entries = yield command("LRANGE", self.queue_keys(queue).failed, 0, -1)
+        return [decode_task(entry, self.settings.decode_tasks) for entry in entries]
+
+    def get_worker_info(self, worker_id: str) -> Plan[dict[str, str]]:
+        info = yield command("HGETALL", self.mesh.worker_info(worker_id))
+        return {_text(k): _text(v) for k, v in info.items()}
+
+    # -- membership ------------------------------------------------------------
+
+    def start_worker(self) -> Plan[str]:
+        if self.worker_id is not None:
+            return self.worker_id
+        worker = yield from self._register()
+        self.worker_id = worker
+        return worker
+
+    def _register(self) -> Plan[str]:
+        worker = _worker_id()
+        sent = time.monotonic()
+        info = ("host", socket.gethostname(), "pid", os.getpid(), "started", time.time())
+        with contextlib.suppress(IdTakenError):  # a resend of our first attempt
+            yield script(
+                "register",
+                (self.mesh.workers, self.mesh.alive(worker), self.mesh.worker_info(worker)),
+                (worker, self.settings.ttl_ms, *info),
+            )
+        self.last_heartbeat = sent
+        return worker
+
+    def start_work(self, queue: str) -> Plan[None]:
+        worker = self.require_worker()
+        yield from self._join(self.queue_keys(queue), queue, worker)
+        self.working.add(queue)
+
+    def _join(self, keys: QueueKeys, queue: str, worker: str) -> Plan[None]:
+        # Mesh registry first, so a reaper that fails the worker always finds the queue.
+        yield script(
+            "add_worker_queue",
+            (self.mesh.alive(worker), self.mesh.worker_queues(worker), self.mesh.queues),
+            (queue,),
+        )
+        self._registered[queue] = time.monotonic()
+        yield script("join_queue", (keys.members, keys.idle), (worker,))
+        self._channels[keys.events] = (queue, "events")
+        self._channels[keys.wake(worker)] = (queue, "wake")
+        yield Subscribe(add=(keys.events, keys.wake(worker)))
+
+    def stop_work(self, queue: str) -> Plan[int]:
+        worker = self.require_worker()
+        keys = self.queue_keys(queue)
+        requeued, _ = yield from self._requeue_owned(keys, worker, "leave")
+        yield command("SREM", self.mesh.worker_queues(worker), queue)
+        self.working.discard(queue)
+        yield from self._unsubscribe_wake(keys, worker)
+        return requeued
+
+    def _unsubscribe_wake(self, keys: QueueKeys, worker: str) -> Plan[None]:
+        channel = keys.wake(worker)
+        if self._channels.pop(channel, None) is not None:
+            yield Subscribe(remove=(channel,))
+
+    # -- processes -------------------------------------------------------------
+
+    def dequeue(self, queue: str, count: int = 1) -> Plan[list[Process]]:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"count must be a positive integer, got {count!r}")
+        keys = self.queue_keys(queue)
+        worker = self.require_worker()
+        if queue not in self.working:
+            yield from self.start_work(queue)
+        pid_prefix = f"{worker}.{next(self._calls)}."
+        try:
+            reply = yield script(
+                "dequeue",
+                (
+                    keys.tasks,
+                    keys.processes,
+                    keys.worker(worker),
+                    keys.members,
+                    keys.idle,
+                    keys.seq,
+                ),
+                (worker, pid_prefix, count),
+            )
+        except NotMemberError:
+            # Failed by peers, or the queue was deleted: rejoin on the next call
+            # (which itself fails if this worker id's lease is gone for good).
+            self.working.discard(queue)
+            raise
+        processes = []
+        decode = self.settings.decode_tasks
+        for i in range(0, len(reply), 2):
+            pid, data = _text(reply[i]), reply[i + 1]
+            self._owned[pid] = (queue, worker)
+            processes.append(Process(pid, queue, decode_task(data, decode), data, worker))
+        return processes
+
+    def _owner(self, process: str | Process) -> tuple[str, str, str] | None:
+        pid = process.id if isinstance(process, Process) else process
+        if not isinstance(pid, str):
+            raise TypeError(f"process must be a Process or its id, not {type(pid).__name__}")
+        entry = self._owned.get(pid)
+        return None if entry is None else (pid, *entry)
+
+    def finish_process(self, process: str | Process) -> Plan[bool]:
+        owner = self._owner(process)
+        if owner is None:
+            return False
+        pid, queue, worker = owner
+        keys = self.mesh.queue(queue)
+        reply = yield script(
+            "finish", (keys.processes, keys.worker(worker), keys.recoveries), (pid,)
+        )
+        self._owned.pop(pid, None)
+        return bool(reply == 1)
+
+    def stop_process(self, process: str | Process) -> Plan[bool]:
+        owner = self._owner(process)
+        if owner is None:
+            return False
+        pid, queue, worker = owner
+        keys = self.mesh.queue(queue)
+        reply = yield script(
+            "stop",
+            (keys.tasks, keys.processes, keys.worker(worker), keys.idle),
+            (pid, keys.wake_prefix),
+        )
+        self._owned.pop(pid, None)
+        return bool(reply == 1)
+
+    def _requeue_owned(self, keys: QueueKeys, worker: str, mode: str) -> Plan[tuple[int, int]]:
+        """Return every process of ``worker`` on one queue, chunk by chunk."""
+        settings = self.settings
+        requeued = dead_lettered = 0
+        while True:
+            moved, poisoned, remaining = yield script(
+                "requeue_owned",
+                (
+                    keys.tasks,
+                    keys.processes,
+                    keys.worker(worker),
+                    keys.members,
+                    keys.idle,
+                    keys.recoveries,
+                    keys.failed,
+                ),
+                (
+                    worker,
+                    mode,
+                    settings.requeue_chunk,
+                    settings.max_recoveries,
+                    settings.failed_max,
+                    keys.wake_prefix,
+                ),
+            )
+            requeued += int(moved)
+            dead_lettered += int(poisoned)
+            if int(remaining) == 0:
+                return requeued, dead_lettered
+
+    def fail_worker(self) -> Plan[int]:
+        """Hand every process of this worker back to the front of its queue."""
+        worker = self.require_worker()
+        total = 0
+        for queue in sorted(self.working):
+            requeued, _ = yield from self._requeue_owned(self.mesh.queue(queue), worker, "release")
+            total += requeued
+        return total
+
+    # -- liveness --------------------------------------------------------------
+
+    def heartbeat(self) -> Plan[str]:
+        """One heartbeat: "ok", "reaped" (this worker reaped the mesh this
+        interval) or "recovered" (the lease was lost; re-registered)."""
+        worker = self.require_worker()
+        sent = time.monotonic()
+        reply = yield script(
+            "heartbeat",
+            (self.mesh.alive(worker), self.mesh.reaper),
+            (worker, self.settings.ttl_ms, self.settings.heartbeat_ms),
+        )
+        if reply == -1:
+            yield from self._recover_lease(worker)
+            return "recovered"
+        self.last_heartbeat = sent
+        if reply == 1:
+            yield from self.reap()
+            return "reaped"
+        return "ok"
+
+    def reap(self) -> Plan[int]:
+        """Fail every registered worker whose alive key is gone."""
+        workers = [_text(w) for w in (yield command("SMEMBERS", self.mesh.workers))]
+        failed = 0
+        for start in range(0, len(workers), MGET_BATCH):
+            batch = workers[start : start + MGET_BATCH]
+            alive = yield command("MGET", *(self.mesh.alive(w) for w in batch))
+            for worker, flag in zip(batch, alive, strict=True):
+                if flag is None and (yield from self._fail_dead(worker)):
+                    failed += 1
+        return failed
+
+    def _fail_dead(self, worker: str) -> Plan[bool]:
+        queues = yield command("SMEMBERS", self.mesh.worker_queues(worker))
+        for queue in sorted(_text(q) for q in queues):
+            requeued, dead = yield from self._requeue_owned(self.mesh.queue(queue), worker, "fail")
+            if requeued or dead:
+                logger.warning(
+                    "worker %s is dead: returned %d tasks to queue %r, dead-lettered %d",
+                    worker,
+                    requeued,
+                    queue,
+                    dead,
+                )
+        forgotten = yield from self._forget(worker, only_if_dead=True)
+        return forgotten
+
+    def _forget(self, worker: str, *, only_if_dead: bool) -> Plan[bool]:
+        mesh = self.mesh
+        reply = yield script(
+            "forget_worker",
+            (
+                mesh.workers,
+                mesh.alive(worker),
+                mesh.worker_queues(worker),
+                mesh.worker_info(worker),
+            ),
+            (worker, "1" if only_if_dead else "0"),
+        )
+        return bool(reply == 1)
+
+    def _recover_lease(self, old: str) -> Plan[None]:
+        logger.warning("worker %s lost its lease; re-registering under a new id", old)
+        for hook in self.lease_lost_hooks:
+            hook(old)
+        queues = sorted(self.working)
+        for queue in queues:
+            yield from self._requeue_owned(self.mesh.queue(queue), old, "fail")
+        yield from self._forget(old, only_if_dead=True)
+        for queue in queues:
+            yield from self._unsubscribe_wake(self.mesh.queue(queue), old)
+        new = yield from self._register()
+        self.worker_id = new
+        for queue in queues:
+            yield from self._join(self.mesh.queue(queue), queue, new)
+
+    def deregister(self) -> Plan[None]:
+        """Leave the mesh cleanly: hand processes back, then forget this worker."""
+        worker = self.worker_id
+        if worker is None:
+            return
+        for queue in sorted(self.working):
+            yield from self._requeue_owned(self.mesh.queue(queue), worker, "leave")
+            yield from self._unsubscribe_wake(self.mesh.queue(queue), worker)
+        yield from self._forget(worker, only_if_dead=False)
+        self.working.clear()
+        self.worker_id = None
+
+    # -- notifications ---------------------------------------------------------
+
+    def on(self, queue: str, callback: Callback) -> Plan[None]:
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        keys = self.queue_keys(queue)
+        self._listeners.setdefault(queue, []).append(callback)
+        self._channels.setdefault(keys.events, (queue, "events"))
+        yield Subscribe(add=(keys.events,))
+
+    def parse_message(self, message: dict[str, Any]) -> list[tuple[str, str, Any]]:
+        """Turn one pub/sub message into ``(queue, event, message)`` triples.
+
+        Events: ``("work", n)`` where n is a hint of how many tasks arrived (0:
+        unknown, e.g. after a (re)subscribe, when the queue must be drained);
+        ``("cancel", [pid, ...])``; ``("delete", None)``.
+        """
+        kind = message.get("type")
+        channel = _text(message.get("channel") or b"")
+        entry = self._channels.get(channel)
+        if entry is None:
+            return []
+        queue, role = entry
+        if kind == "subscribe":
+            return [(queue, "work", 0)] if role == "wake" else []
+        if kind != "message":
+            return []
+        data = _text(message.get("data") or b"")
+        name, _, rest = data.partition(":")
+        if name == "work":
+            return [(queue, "work", int(rest or 0))]
+        if name == "cancel":
+            return [(queue, "cancel", rest.split())]
+        if name == "delete":
+            self.working.discard(queue)
+            return [(queue, "delete", None)]
+        return []
+
+    def poll_events(self) -> list[tuple[str, str, Any]]:
+        """The fallback poll: a "work" hint for every worked queue."""
+        return [(queue, "work", 0) for queue in sorted(self.working)]
+
+    def listeners(self, queue: str) -> list[Callback]:
+        return list(self._listeners.get(queue, ()))
+
+    @property
+    def subscribed(self) -> bool:
+        return bool(self._channels)

@@ -1,0 +1,31 @@
+"""The exceptions worqr raises. Lua error codes become these in `_scripts` only."""
+
+from __future__ import annotations
+
+
+class WorqrError(Exception):
+    """Base class for every error worqr raises on purpose."""
+
+
+class NotStartedError(WorqrError):
+    """An operation that needs a registered worker was called before `start_worker()`."""
+
+
+class LeaseLostError(WorqrError):
+    """This worker was failed by its peers (its alive key expired).
+
+    Its processes now belong to the queue again. The client re-registers under a
+    new worker id on its next heartbeat; call the operation again after that.
+    """
+
+
+class AmbiguousResultError(WorqrError):
+    """A non-idempotent command may or may not have been applied.
+
+    Raised instead of resending (a resend could duplicate the task) when the
+    connection failed after the command was sent, e.g. on a socket timeout.
+    """
+
+
+class RedisUnavailableError(WorqrError):
+    """Redis could not be reached within the retry deadline; nothing was applied."""

@@ -1,0 +1,124 @@
+"""Every key and channel name worqr uses, and the validation of user-chosen names.
+
+Nobody else formats a key. Per-queue keys share the hash tag ``{P:Q}``; mesh-wide
+keys share ``{P}``, so each per-queue script touches one Redis Cluster slot.
+Names are data: nothing ever parses a queue or worker name back out of a key.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+MAX_NAME_CHARS = 256
+"""Longest queue name or prefix accepted, in characters."""
+
+_FORBIDDEN = frozenset("{}")
+
+
+def validate_name(name: object, what: str = "queue name") -> str:
+    """Return ``name`` if it is a usable queue name or prefix, else raise.
+
+    Rejected: non-``str``, empty, longer than `MAX_NAME_CHARS`, containing ``{`` or
+    ``}`` (they would change the Redis Cluster hash tag) or control characters.
+    Colons, spaces, ``*``, ``?`` and any printable unicode are fine.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be str, not {type(name).__name__}")
+    if not name:
+        raise ValueError(f"{what} must not be empty")
+    if len(name) > MAX_NAME_CHARS:
+        raise ValueError(f"{what} is {len(name)} characters long; the limit is {MAX_NAME_CHARS}")
+    for char in name:
+        if char in _FORBIDDEN:
+            raise ValueError(f"{what} {name!r} contains {char!r}, which would break key hash tags")
+        if unicodedata.category(char) in ("Cc", "Cs"):
+            raise ValueError(f"{what} {name!r} contains the control character {char!r}")
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class QueueKeys:
+    """Keys and channels of one queue; all in the slot of ``{P:Q}``."""
+
+    tag: str
+
+    @property
+    def tasks(self) -> str:
+        return f"{self.tag}:tasks"
+
+    @property
+    def processes(self) -> str:
+        return f"{self.tag}:processes"
+
+    @property
+    def members(self) -> str:
+        return f"{self.tag}:members"
+
+    @property
+    def idle(self) -> str:
+        return f"{self.tag}:idle"
+
+    @property
+    def recoveries(self) -> str:
+        return f"{self.tag}:recoveries"
+
+    @property
+    def failed(self) -> str:
+        return f"{self.tag}:failed"
+
+    @property
+    def seq(self) -> str:
+        return f"{self.tag}:seq"
+
+    @property
+    def events(self) -> str:
+        """Broadcast channel: cancel and delete events."""
+        return f"{self.tag}:events"
+
+    @property
+    def wake_prefix(self) -> str:
+        """Per-worker wake channels are this prefix plus the worker id."""
+        return f"{self.tag}:wake:"
+
+    def wake(self, worker_id: str) -> str:
+        return f"{self.wake_prefix}{worker_id}"
+
+    def worker(self, worker_id: str) -> str:
+        """Sorted set of the worker's in-process ids on this queue, by dequeue order."""
+        return f"{self.tag}:worker:{worker_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class MeshKeys:
+    """Mesh-wide keys; all in the slot of ``{P}``."""
+
+    prefix: str
+
+    @property
+    def tag(self) -> str:
+        return "{" + self.prefix + "}"
+
+    @property
+    def workers(self) -> str:
+        return f"{self.tag}:workers"
+
+    @property
+    def queues(self) -> str:
+        return f"{self.tag}:queues"
+
+    @property
+    def reaper(self) -> str:
+        return f"{self.tag}:reaper"
+
+    def alive(self, worker_id: str) -> str:
+        return f"{self.tag}:alive:{worker_id}"
+
+    def worker_queues(self, worker_id: str) -> str:
+        return f"{self.tag}:worker:{worker_id}:queues"
+
+    def worker_info(self, worker_id: str) -> str:
+        return f"{self.tag}:worker:{worker_id}:info"
+
+    def queue(self, queue: str) -> QueueKeys:
+        return QueueKeys("{" + self.prefix + ":" + queue + "}")

@@ -1,0 +1,94 @@
+"""When to resend a call, and what to raise when giving up. Shared by both clients.
+
+redis-py's own retries are switched off on every client worqr uses: they resend
+any command after a timeout, which can push a task twice (design invariant 5).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError, ResponseError
+from redis.retry import Retry
+from tenacity import retry_if_exception, stop_after_delay, wait_exponential_jitter
+
+from ._calls import Call, Request, is_connection_error, may_resend, never_sent
+from ._errors import AmbiguousResultError, RedisUnavailableError
+from ._scripts import translate
+
+logger = logging.getLogger("worqr")
+
+
+def no_redis_retries() -> Retry:
+    return Retry(NoBackoff(), 0)
+
+
+def tenacity_options(request: Request, deadline: float) -> dict[str, Any]:
+    """Arguments for tenacity's ``Retrying``/``AsyncRetrying``: resend ``request``
+    with jittered exponential backoff while that is safe, for ``deadline`` seconds."""
+    return {
+        "retry": retry_if_exception(lambda error: may_resend(request, error)),
+        "stop": stop_after_delay(deadline),
+        "wait": wait_exponential_jitter(initial=0.02, max=1.0),
+        "reraise": True,
+    }
+
+
+def describe(request: Request) -> str:
+    if isinstance(request, Call):
+        return f"script {request.script}" if request.script else f"command {request.args[0]!r}"
+    return "subscribe"
+
+
+def final_error(request: Request, error: BaseException) -> BaseException:
+    """What a call that failed for good raises: script error codes become worqr
+    exceptions; connection trouble becomes ambiguous (maybe applied) or unavailable."""
+    if isinstance(error, ResponseError):
+        return translate(error)
+    if is_connection_error(error):
+        if isinstance(request, Call) and not request.idempotent and not never_sent(error):
+            return AmbiguousResultError(
+                f"{describe(request)} may or may not have been applied: the connection "
+                f"failed after it was sent ({type(error).__name__}: {error}); "
+                "it was not resent, to avoid applying it twice"
+            )
+        return RedisUnavailableError(
+            f"Redis is unavailable for {describe(request)}: {type(error).__name__}: {error}"
+        )
+    return error
+
+
+class OutageLog:
+    """Logs an outage once when it starts and once when it ends, not per retry."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.since: float | None = None
+        self.failures = 0
+
+    def failed(self, error: BaseException) -> None:
+        self.failures += 1
+        if self.since is None:
+            self.since = time.monotonic()
+            if isinstance(error, RedisError | OSError):
+                logger.warning("%s: Redis unreachable (%s); retrying", self.what, error)
+            else:
+                logger.exception("%s failed; retrying", self.what, exc_info=error)
+
+    def ok(self) -> None:
+        if self.since is not None:
+            logger.warning(
+                "%s: Redis reachable again after %.1f s (%d failed attempts)",
+                self.what,
+                time.monotonic() - self.since,
+                self.failures,
+            )
+            self.since = None
+            self.failures = 0
+
+    def backoff(self) -> float:
+        """Seconds to wait before the next attempt of a loop."""
+        return float(min(2.0, 0.05 * 2 ** min(self.failures, 6)))

@@ -1,0 +1,66 @@
+"""Loads the Lua scripts and turns their error codes into worqr exceptions.
+
+Each script lives in ``worqr/lua/<name>.lua``, one operation per file, headed by
+its KEYS/ARGV contract. This is the one place that knows the error codes.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from redis.exceptions import ResponseError
+
+from ._errors import LeaseLostError, WorqrError
+
+SCRIPT_NAMES = (
+    "add_worker_queue",
+    "cancel",
+    "delete_queue",
+    "dequeue",
+    "enqueue",
+    "finish",
+    "forget_worker",
+    "heartbeat",
+    "join_queue",
+    "register",
+    "requeue_owned",
+    "stop",
+)
+
+
+class IdTakenError(WorqrError):
+    """A worker id was registered twice (only a resend of `register` can do it)."""
+
+
+class NotMemberError(LeaseLostError):
+    """The worker may not dequeue from the queue: it was failed, or left it."""
+
+
+_ERRORS: dict[str, type[WorqrError]] = {
+    "WORQR_NOT_MEMBER": NotMemberError,
+    "WORQR_LEASE_LOST": LeaseLostError,
+    "WORQR_ID_TAKEN": IdTakenError,
+}
+
+_MESSAGES = {
+    "WORQR_NOT_MEMBER": "this worker may not dequeue from the queue: it was failed by its "
+    "peers or stopped working on it",
+    "WORQR_LEASE_LOST": "this worker's lease expired: it was failed by its peers",
+    "WORQR_ID_TAKEN": "worker id already registered",
+}
+
+
+@cache
+def source(name: str) -> str:
+    """The text of one script."""
+    return resources.files("worqr").joinpath("lua", f"{name}.lua").read_text("utf-8")
+
+
+def translate(error: ResponseError) -> Exception:
+    """The worqr exception for a script's error reply, or the error itself."""
+    code = str(error).split(" ", 1)[0]
+    kind = _ERRORS.get(code)
+    if kind is None:
+        return error
+    return kind(_MESSAGES[code])

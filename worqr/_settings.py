@@ -1,0 +1,76 @@
+"""Client settings, grouped in one frozen, validated dataclass."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ._keys import validate_name
+
+
+def _positive(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How one worqr client behaves. Every worker of a mesh should share
+    `prefix`; the timing values may differ per worker.
+
+    Attributes:
+        prefix: namespace of every key; several meshes can share one Redis.
+        ttl: seconds a worker stays alive without a heartbeat.
+        heartbeat: seconds between heartbeats (and between reaping turns of the mesh).
+        max_recoveries: failovers a task survives before it is dead-lettered.
+        poll_interval: seconds between fallback polls of each worked queue, in case
+            a pub/sub wake-up was lost.
+        socket_timeout: seconds a Redis command may take before it is ambiguous.
+        retry_deadline: seconds to keep retrying a command while Redis is unreachable.
+        max_task_bytes: largest accepted task, in bytes.
+        failed_max: length the dead-letter list of each queue is trimmed to.
+        requeue_chunk: processes returned per script call when failing a worker.
+        decode_tasks: return tasks that are valid UTF-8 as ``str`` (else ``bytes``).
+    """
+
+    prefix: str = "worqr"
+    ttl: float = 3.0
+    heartbeat: float = 1.0
+    max_recoveries: int = 5
+    poll_interval: float = 5.0
+    socket_timeout: float = 10.0
+    retry_deadline: float = 10.0
+    max_task_bytes: int = 256 * 1024 * 1024
+    failed_max: int = 10_000
+    requeue_chunk: int = 500
+    decode_tasks: bool = True
+
+    def __post_init__(self) -> None:
+        validate_name(self.prefix, "prefix")
+        for name in ("ttl", "heartbeat", "poll_interval", "socket_timeout", "retry_deadline"):
+            _positive(name, getattr(self, name))
+        for name in ("max_task_bytes", "failed_max", "requeue_chunk"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if (
+            isinstance(self.max_recoveries, bool)
+            or not isinstance(self.max_recoveries, int)
+            or self.max_recoveries < 0
+        ):
+            raise ValueError(f"max_recoveries must be an integer >= 0, got {self.max_recoveries!r}")
+        if self.heartbeat >= self.ttl:
+            raise ValueError(
+                f"heartbeat ({self.heartbeat}) must be shorter than ttl ({self.ttl}), "
+                "or every worker would expire between its own heartbeats"
+            )
+
+    @property
+    def ttl_ms(self) -> int:
+        return max(1, round(self.ttl * 1000))
+
+    @property
+    def heartbeat_ms(self) -> int:
+        return max(1, round(self.heartbeat * 1000))

@@ -1,0 +1,38 @@
+-- cancel: remove every queued copy of a task and end every in-process copy.
+-- A cancelled process is deleted at once, so it is never requeued, even if its
+-- worker dies afterwards, and its worker's finish/stop are fenced (reply 0).
+-- Cost: O(queue length + processes of this queue); not a hot-path operation.
+-- KEYS[1] tasks       list  queued tasks
+-- KEYS[2] processes   hash  process id -> task
+-- KEYS[3] recoveries  hash  task -> times recovered from a dead worker
+-- ARGV[1] task              the payload to cancel (exact bytes)
+-- ARGV[2] events            broadcast channel of the queue
+-- Reply: {removed_from_queue, pid1, pid2, ...} (the cancelled process ids)
+-- Errors: none.
+local tasks = KEYS[1]
+local processes = KEYS[2]
+local recoveries = KEYS[3]
+local task = ARGV[1]
+local events = ARGV[2]
+
+local reply = {redis.call('LREM', tasks, 0, task)}
+local cursor = '0'
+repeat
+  local page = redis.call('HSCAN', processes, cursor, 'COUNT', 1000)
+  cursor = page[1]
+  local entries = page[2]
+  for i = 1, #entries, 2 do
+    if entries[i + 1] == task then
+      reply[#reply + 1] = entries[i]
+    end
+  end
+until cursor == '0'
+
+for i = 2, #reply do
+  redis.call('HDEL', processes, reply[i])
+end
+redis.call('HDEL', recoveries, task)
+if #reply > 1 then
+  redis.call('PUBLISH', events, 'cancel:' .. table.concat(reply, ' ', 2))
+end
+return reply

@@ -1,0 +1,14 @@
+-- delete_queue: drop a queue's tasks, processes and bookkeeping, and tell listeners.
+-- In-process copies end with it: their finish/stop are fenced (reply 0).
+-- KEYS[1..n]                every per-queue key to delete (all in the queue's slot),
+--                           including each member's owned set
+-- ARGV[1] events            broadcast channel of the queue
+-- Reply: integer, number of keys deleted.
+-- Errors: none.
+local events = ARGV[1]
+local deleted = 0
+for _, key in ipairs(KEYS) do
+  deleted = deleted + redis.call('DEL', key)
+end
+redis.call('PUBLISH', events, 'delete')
+return deleted

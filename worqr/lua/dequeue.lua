@@ -1,0 +1,60 @@
+-- dequeue: take up to `count` tasks from the front of a queue as new processes.
+-- KEYS[1] tasks       list  queued tasks; the right end is the front
+-- KEYS[2] processes   hash  process id -> task
+-- KEYS[3] owned       zset  this worker's process ids on this queue, score = seq
+-- KEYS[4] members     set   workers allowed to dequeue from this queue
+-- KEYS[5] idle        set   workers of this queue waiting for work
+-- KEYS[6] seq         string  per-queue dequeue counter (orders `owned`)
+-- ARGV[1] worker_id
+-- ARGV[2] pid_prefix        client-chosen, unique per call; process i is pid_prefix .. i
+-- ARGV[3] count             how many tasks to take at most (>= 1)
+-- Reply: flat array {pid1, task1, pid2, task2, ...}; empty when the queue is empty.
+--   Resending the same call returns the processes the first call created
+--   (a lost reply never hides a task).
+-- Errors: WORQR_NOT_MEMBER when the worker is not (or no longer) a member of the queue.
+local tasks = KEYS[1]
+local processes = KEYS[2]
+local owned = KEYS[3]
+local members = KEYS[4]
+local idle = KEYS[5]
+local seq = KEYS[6]
+local worker_id = ARGV[1]
+local pid_prefix = ARGV[2]
+local count = tonumber(ARGV[3])
+
+local reply = {}
+if redis.call('HEXISTS', processes, pid_prefix .. '1') == 1 then
+  -- A resend of a call that already ran: return what it took.
+  for i = 1, count do
+    local pid = pid_prefix .. i
+    local task = redis.call('HGET', processes, pid)
+    if not task then break end
+    reply[#reply + 1] = pid
+    reply[#reply + 1] = task
+  end
+  return reply
+end
+
+if redis.call('SISMEMBER', members, worker_id) == 0 then
+  return redis.error_reply('WORQR_NOT_MEMBER')
+end
+
+local taken = 0
+for i = 1, count do
+  local task = redis.call('RPOP', tasks)
+  if not task then break end
+  local pid = pid_prefix .. i
+  redis.call('HSET', processes, pid, task)
+  redis.call('ZADD', owned, redis.call('INCR', seq), pid)
+  reply[#reply + 1] = pid
+  reply[#reply + 1] = task
+  taken = i
+end
+
+-- A worker that drained the queue wants a wake-up; one that got a full batch does not.
+if taken < count then
+  redis.call('SADD', idle, worker_id)
+else
+  redis.call('SREM', idle, worker_id)
+end
+return reply

@@ -1,0 +1,21 @@
+-- finish: end a process that completed. Fenced: only a process that still exists.
+-- KEYS[1] processes   hash  process id -> task
+-- KEYS[2] owned       zset  the owning worker's process ids on this queue
+-- KEYS[3] recoveries  hash  task -> times recovered from a dead worker
+-- ARGV[1] pid
+-- Reply: 1 if the process existed and is now finished, 0 if it no longer existed
+--   (already finished, failed over to a peer, cancelled or deleted).
+-- Errors: none.
+local processes = KEYS[1]
+local owned = KEYS[2]
+local recoveries = KEYS[3]
+local pid = ARGV[1]
+
+redis.call('ZREM', owned, pid)
+local task = redis.call('HGET', processes, pid)
+if not task then
+  return 0
+end
+redis.call('HDEL', processes, pid)
+redis.call('HDEL', recoveries, task)
+return 1

@@ -1,0 +1,17 @@
+-- heartbeat: refresh a worker's lease and try to take the mesh's reaper turn.
+-- KEYS[1] alive       string  the worker's liveness
+-- KEYS[2] reaper      string  held by the one worker that reaps this interval
+-- ARGV[1] worker_id
+-- ARGV[2] ttl_ms            lease length
+-- ARGV[3] reap_ms           length of one reaping interval
+-- Reply: -1 the lease was lost (the alive key expired: the worker is failed);
+--         1 lease refreshed and this worker reaps this interval;
+--         0 lease refreshed, another worker reaps.
+-- Errors: none.
+if not redis.call('SET', KEYS[1], '1', 'XX', 'PX', ARGV[2]) then
+  return -1
+end
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[3]) then
+  return 1
+end
+return 0

@@ -1,0 +1,73 @@
+-- requeue_owned: return one chunk of a worker's processes on one queue to the
+-- front of the queue, newest first, so the oldest ends up next to be dequeued.
+-- Idempotent and safe to stop and redo: run it until `remaining` is 0.
+-- KEYS[1] tasks       list  queued tasks; the right end is the front
+-- KEYS[2] processes   hash  process id -> task
+-- KEYS[3] owned       zset  the worker's process ids on this queue, score = seq
+-- KEYS[4] members     set   workers allowed to dequeue from this queue
+-- KEYS[5] idle        set   workers of this queue waiting for work
+-- KEYS[6] recoveries  hash  task -> times recovered from a dead worker
+-- KEYS[7] failed      list  dead letters, newest on the left
+-- ARGV[1] worker_id
+-- ARGV[2] mode              'fail'    a peer fails a dead worker: leaves the queue,
+--                                     counts a recovery, dead-letters poison pills
+--                           'leave'   the worker stops working the queue
+--                           'release' the worker hands its processes back and stays
+-- ARGV[3] chunk             processes handled per call (bounds the script's run time)
+-- ARGV[4] max_recoveries    a task recovered more often than this is dead-lettered
+-- ARGV[5] failed_max        the failed list is trimmed to this length
+-- ARGV[6] wake_prefix       per-worker wake channel = wake_prefix .. worker id
+-- Reply: {requeued, dead_lettered, remaining}
+-- Errors: none.
+local tasks = KEYS[1]
+local processes = KEYS[2]
+local owned = KEYS[3]
+local members = KEYS[4]
+local idle = KEYS[5]
+local recoveries = KEYS[6]
+local failed = KEYS[7]
+local worker_id = ARGV[1]
+local mode = ARGV[2]
+local chunk = tonumber(ARGV[3])
+local max_recoveries = tonumber(ARGV[4])
+local failed_max = tonumber(ARGV[5])
+local wake_prefix = ARGV[6]
+
+if mode ~= 'release' then
+  -- Fence first: from now on this worker cannot dequeue from the queue.
+  redis.call('SREM', members, worker_id)
+  redis.call('SREM', idle, worker_id)
+end
+
+local requeued = 0
+local dead_lettered = 0
+local pids = redis.call('ZREVRANGE', owned, 0, chunk - 1)
+for _, pid in ipairs(pids) do
+  redis.call('ZREM', owned, pid)
+  local task = redis.call('HGET', processes, pid)
+  -- No task: the process was finished or cancelled meanwhile; nothing to return.
+  if task then
+    redis.call('HDEL', processes, pid)
+    local poisoned = false
+    if mode == 'fail' then
+      poisoned = redis.call('HINCRBY', recoveries, task, 1) > max_recoveries
+    end
+    if poisoned then
+      redis.call('HDEL', recoveries, task)
+      redis.call('LPUSH', failed, task)
+      redis.call('LTRIM', failed, 0, failed_max - 1)
+      dead_lettered = dead_lettered + 1
+    else
+      redis.call('RPUSH', tasks, task)
+      requeued = requeued + 1
+    end
+  end
+end
+
+if requeued > 0 then
+  local woken = redis.call('SPOP', idle, requeued)
+  for _, worker in ipairs(woken) do
+    redis.call('PUBLISH', wake_prefix .. worker, 'work:' .. requeued)
+  end
+end
+return {requeued, dead_lettered, redis.call('ZCARD', owned)}
