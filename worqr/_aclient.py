@@ -188,6 +188,18 @@ class AsyncWorqr:
     async def stop_process(self, process: str | Process) -> bool:
         return await self._drive(self._core.stop_process(process))
 
+    async def fail_process(self, process: str | Process) -> bool:
+        """Dead-letter a process whose task failed; False if it no longer exists."""
+        return await self._drive(self._core.fail_process(process))
+
+    async def processes_exist(self, queue: str, pids: Iterable[str]) -> list[bool]:
+        """Whether each process still exists (not finished, cancelled or failed over)."""
+        return await self._drive(self._core.processes_exist(queue, pids))
+
+    async def configure_queue(self, queue: str, *, max_recoveries: int | None) -> None:
+        """Per-queue options shared by the mesh; max_recoveries=-1: never dead-letter."""
+        await self._drive(self._core.configure_queue(queue, max_recoveries=max_recoveries))
+
     async def fail_worker(self) -> int:
         return await self._drive(self._core.fail_worker())
 

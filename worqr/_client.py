@@ -207,6 +207,18 @@ class Worqr:
     def stop_process(self, process: str | Process) -> bool:
         return self._drive(self._core.stop_process(process))
 
+    def fail_process(self, process: str | Process) -> bool:
+        """Dead-letter a process whose task failed; False if it no longer exists."""
+        return self._drive(self._core.fail_process(process))
+
+    def processes_exist(self, queue: str, pids: Iterable[str]) -> list[bool]:
+        """Whether each process still exists (not finished, cancelled or failed over)."""
+        return self._drive(self._core.processes_exist(queue, pids))
+
+    def configure_queue(self, queue: str, *, max_recoveries: int | None) -> None:
+        """Per-queue options shared by the mesh; max_recoveries=-1: never dead-letter."""
+        self._drive(self._core.configure_queue(queue, max_recoveries=max_recoveries))
+
     def fail_worker(self) -> int:
         return self._drive(self._core.fail_worker())
 

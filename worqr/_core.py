@@ -146,6 +146,7 @@ class Core:
             keys.idle,
             keys.recoveries,
             keys.failed,
+            keys.config,
             keys.seq,
             *owned,
         )
@@ -303,6 +304,47 @@ class Core:
         self._owned.pop(pid, None)
         return bool(reply == 1)
 
+    def fail_process(self, process: str | Process) -> Plan[bool]:
+        """Dead-letter a process whose task failed: the task goes to the failed list."""
+        owner = self._owner(process)
+        if owner is None:
+            return False
+        pid, queue, worker = owner
+        keys = self.mesh.queue(queue)
+        reply = yield script(
+            "dead_letter",
+            (keys.processes, keys.worker(worker), keys.failed, keys.recoveries),
+            (pid, self.settings.failed_max),
+        )
+        self._owned.pop(pid, None)
+        return bool(reply == 1)
+
+    def processes_exist(self, queue: str, pids: Iterable[str]) -> Plan[list[bool]]:
+        """Whether each process still exists (not finished, cancelled or failed over)."""
+        keys = self.queue_keys(queue)
+        wanted = list(pids)
+        if not wanted:
+            return []
+        tasks = yield command("HMGET", keys.processes, *wanted)
+        return [task is not None for task in tasks]
+
+    def configure_queue(self, queue: str, *, max_recoveries: int | None) -> Plan[None]:
+        """Per-queue options, stored in Redis for every worker of the mesh.
+
+        ``max_recoveries`` overrides the reaper's setting for this queue; -1 means
+        tasks are never dead-lettered for killing their workers (persistent tasks);
+        None removes the override.
+        """
+        keys = self.queue_keys(queue)
+        if max_recoveries is None:
+            yield command("HDEL", keys.config, "max_recoveries")
+            return
+        if isinstance(max_recoveries, bool) or not isinstance(max_recoveries, int):
+            raise TypeError("max_recoveries must be an int or None")
+        if max_recoveries < -1:
+            raise ValueError(f"max_recoveries must be >= -1, got {max_recoveries}")
+        yield command("HSET", keys.config, "max_recoveries", max_recoveries)
+
     def _requeue_owned(self, keys: QueueKeys, worker: str, mode: str) -> Plan[tuple[int, int]]:
         """Return every process of ``worker`` on one queue, chunk by chunk."""
         settings = self.settings
@@ -318,6 +360,7 @@ class Core:
                     keys.idle,
                     keys.recoveries,
                     keys.failed,
+                    keys.config,
                 ),
                 (
                     worker,

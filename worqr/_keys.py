@@ -68,6 +68,10 @@ class QueueKeys:
         return f"{self.tag}:failed"
 
     @property
+    def config(self) -> str:
+        return f"{self.tag}:config"
+
+    @property
     def seq(self) -> str:
         return f"{self.tag}:seq"
 

@@ -8,13 +8,15 @@
 -- KEYS[5] idle        set   workers of this queue waiting for work
 -- KEYS[6] recoveries  hash  task -> times recovered from a dead worker
 -- KEYS[7] failed      list  dead letters, newest on the left
+-- KEYS[8] config      hash  per-queue options; 'max_recoveries' overrides ARGV[4]
 -- ARGV[1] worker_id
 -- ARGV[2] mode              'fail'    a peer fails a dead worker: leaves the queue,
 --                                     counts a recovery, dead-letters poison pills
 --                           'leave'   the worker stops working the queue
 --                           'release' the worker hands its processes back and stays
 -- ARGV[3] chunk             processes handled per call (bounds the script's run time)
--- ARGV[4] max_recoveries    a task recovered more often than this is dead-lettered
+-- ARGV[4] max_recoveries    a task recovered more often than this is dead-lettered;
+--                           -1: never (e.g. persistent tasks)
 -- ARGV[5] failed_max        the failed list is trimmed to this length
 -- ARGV[6] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- Reply: {requeued, dead_lettered, remaining}
@@ -26,12 +28,17 @@ local members = KEYS[4]
 local idle = KEYS[5]
 local recoveries = KEYS[6]
 local failed = KEYS[7]
+local config = KEYS[8]
 local worker_id = ARGV[1]
 local mode = ARGV[2]
 local chunk = tonumber(ARGV[3])
 local max_recoveries = tonumber(ARGV[4])
 local failed_max = tonumber(ARGV[5])
 local wake_prefix = ARGV[6]
+local configured = redis.call('HGET', config, 'max_recoveries')
+if configured then
+  max_recoveries = tonumber(configured)
+end
 
 if mode ~= 'release' then
   -- Fence first: from now on this worker cannot dequeue from the queue.
@@ -49,7 +56,7 @@ for _, pid in ipairs(pids) do
   if task then
     redis.call('HDEL', processes, pid)
     local poisoned = false
-    if mode == 'fail' then
+    if mode == 'fail' and max_recoveries >= 0 then
       poisoned = redis.call('HINCRBY', recoveries, task, 1) > max_recoveries
     end
     if poisoned then
