@@ -20,7 +20,7 @@ from tenacity import AsyncRetrying
 from ._calls import Plan, Request, Subscribe
 from ._client import settings_from
 from ._connect import check_client, command_options, resolve_url, subscriber_options
-from ._core import Callback, Core
+from ._core import Callback, Core, Observer
 from ._process import Process
 from ._retry import OutageLog, final_error, tenacity_options
 from ._scripts import SCRIPT_NAMES, source
@@ -154,6 +154,12 @@ class AsyncWorqr:
     def lease_fresh(self) -> bool:
         return self._core.lease_fresh()
 
+    def add_observer(self, observer: Observer) -> None:
+        """Call ``observer(event, fields)`` on the client's life events (see
+        `worqr._core.Observer`): registered, lease_lost, peer_failed,
+        heartbeat_failed, redis_down, redis_up."""
+        self._core.observers.append(observer)
+
     def add_lease_lost_hook(self, hook: Any) -> None:
         self._core.lease_lost_hooks.append(hook)
 
@@ -215,13 +221,14 @@ class AsyncWorqr:
         self._tasks.append(asyncio.create_task(loop, name=name))
 
     async def _heartbeat_loop(self) -> None:
-        outage = OutageLog("heartbeat")
+        outage = OutageLog("heartbeat", self._core.emit)
         while True:
             await asyncio.sleep(outage.backoff() if outage.since else self.settings.heartbeat)
             try:
                 await self._drive(self._core.heartbeat(), deadline=0)
                 outage.ok()
             except Exception as error:
+                self._core.emit("heartbeat_failed", error=type(error).__name__)
                 outage.failed(error)
 
     def _ensure_listener(self) -> PubSub:
@@ -237,7 +244,7 @@ class AsyncWorqr:
     async def _listen_loop(self) -> None:
         pubsub = self._pubsub
         assert pubsub is not None
-        outage = OutageLog("listener")
+        outage = OutageLog("listener", self._core.emit)
         next_poll = time.monotonic() + self.settings.poll_interval
         while True:
             wait = min(0.25, max(0.0, next_poll - time.monotonic()))

@@ -18,7 +18,7 @@ from tenacity import Retrying
 
 from ._calls import Plan, Request, Subscribe
 from ._connect import check_client, command_options, resolve_url, subscriber_options
-from ._core import Callback, Core
+from ._core import Callback, Core, Observer
 from ._process import Process
 from ._retry import OutageLog, final_error, tenacity_options
 from ._scripts import SCRIPT_NAMES, source
@@ -168,6 +168,12 @@ class Worqr:
         """False when this worker has not heartbeat for most of its TTL."""
         return self._core.lease_fresh()
 
+    def add_observer(self, observer: Observer) -> None:
+        """Call ``observer(event, fields)`` on the client's life events (see
+        `worqr._core.Observer`): registered, lease_lost, peer_failed,
+        heartbeat_failed, redis_down, redis_up."""
+        self._core.observers.append(observer)
+
     def add_lease_lost_hook(self, hook: Any) -> None:
         """Call ``hook(old_worker_id)`` when this worker learns it was failed."""
         self._core.lease_lost_hooks.append(hook)
@@ -237,13 +243,14 @@ class Worqr:
         thread.start()
 
     def _heartbeat_loop(self) -> None:
-        outage = OutageLog("heartbeat")
+        outage = OutageLog("heartbeat", self._core.emit)
         interval = self.settings.heartbeat
         while not self._stopping.wait(outage.backoff() if outage.since else interval):
             try:
                 self._drive(self._core.heartbeat(), deadline=0)
                 outage.ok()
             except Exception as error:
+                self._core.emit("heartbeat_failed", error=type(error).__name__)
                 outage.failed(error)
 
     def _ensure_listener(self) -> PubSub:
@@ -260,7 +267,7 @@ class Worqr:
     def _listen_loop(self) -> None:
         pubsub = self._pubsub
         assert pubsub is not None
-        outage = OutageLog("listener")
+        outage = OutageLog("listener", self._core.emit)
         next_poll = time.monotonic() + self.settings.poll_interval
         while not self._stopping.is_set():
             wait = min(0.25, max(0.0, next_poll - time.monotonic()))

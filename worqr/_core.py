@@ -31,6 +31,12 @@ logger = logging.getLogger("worqr")
 Callback = Callable[[str, Any], object]
 """A listener: ``callback(event, message)``; see `Core.parse_message`."""
 
+Observer = Callable[[str, dict[str, Any]], object]
+"""Sees the client's own life: ``observer(event, fields)``. Events: "registered"
+(worker), "lease_lost" (worker), "peer_failed" (worker, requeued, dead_lettered),
+"heartbeat_failed" (error), "redis_down" (what, error), "redis_up" (what, seconds).
+Metrics subscribe here; the core never imports them."""
+
 ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
 REGISTRY_REFRESH = 30.0  # seconds between re-adding a queue to the registry
 MGET_BATCH = 1000  # alive keys read per command while reaping
@@ -56,11 +62,19 @@ class Core:
         self.working: set[str] = set()
         self.last_heartbeat = 0.0  # monotonic time the last successful heartbeat was sent
         self.lease_lost_hooks: list[Callable[[str], object]] = []
+        self.observers: list[Observer] = []
         self._owned: dict[str, tuple[str, str]] = {}  # pid -> (queue, worker id)
         self._listeners: dict[str, list[Callback]] = {}
         self._channels: dict[str, tuple[str, str]] = {}  # channel -> (queue, "events"|"wake")
         self._registered: dict[str, float] = {}  # queue -> when it was last added to registry
         self._calls = itertools.count(1)
+
+    def emit(self, event: str, **fields: Any) -> None:
+        for observer in self.observers:
+            try:
+                observer(event, fields)
+            except Exception:
+                logger.exception("observer failed on %r", event)
 
     # -- validation ------------------------------------------------------------
 
@@ -109,7 +123,10 @@ class Core:
             batch = payloads[start : start + ENQUEUE_BATCH]
             try:
                 yield script(
-                    "enqueue", (keys.tasks, keys.idle), (keys.wake_prefix, *batch), idempotent=False
+                    "enqueue",
+                    (keys.tasks, keys.idle, keys.stats),
+                    (keys.wake_prefix, *batch),
+                    idempotent=False,
                 )
             except AmbiguousResultError:
                 if len(payloads) == 1:
@@ -131,7 +148,9 @@ class Core:
         keys = self.queue_keys(queue)
         data = self.encode_task(task)
         reply = yield script(
-            "cancel", (keys.tasks, keys.processes, keys.recoveries), (data, keys.events)
+            "cancel",
+            (keys.tasks, keys.processes, keys.recoveries, keys.stats),
+            (data, keys.events),
         )
         return int(reply[0]) + len(reply) - 1
 
@@ -147,6 +166,7 @@ class Core:
             keys.recoveries,
             keys.failed,
             keys.config,
+            keys.stats,
             keys.seq,
             *owned,
         )
@@ -201,6 +221,7 @@ class Core:
                 (worker, self.settings.ttl_ms, *info),
             )
         self.last_heartbeat = sent
+        self.emit("registered", worker=worker)
         return worker
 
     def start_work(self, queue: str) -> Plan[None]:
@@ -255,6 +276,7 @@ class Core:
                     keys.members,
                     keys.idle,
                     keys.seq,
+                    keys.stats,
                 ),
                 (worker, pid_prefix, count),
             )
@@ -285,7 +307,7 @@ class Core:
         pid, queue, worker = owner
         keys = self.mesh.queue(queue)
         reply = yield script(
-            "finish", (keys.processes, keys.worker(worker), keys.recoveries), (pid,)
+            "finish", (keys.processes, keys.worker(worker), keys.recoveries, keys.stats), (pid,)
         )
         self._owned.pop(pid, None)
         return bool(reply == 1)
@@ -298,7 +320,7 @@ class Core:
         keys = self.mesh.queue(queue)
         reply = yield script(
             "stop",
-            (keys.tasks, keys.processes, keys.worker(worker), keys.idle),
+            (keys.tasks, keys.processes, keys.worker(worker), keys.idle, keys.stats),
             (pid, keys.wake_prefix),
         )
         self._owned.pop(pid, None)
@@ -313,7 +335,7 @@ class Core:
         keys = self.mesh.queue(queue)
         reply = yield script(
             "dead_letter",
-            (keys.processes, keys.worker(worker), keys.failed, keys.recoveries),
+            (keys.processes, keys.worker(worker), keys.failed, keys.recoveries, keys.stats),
             (pid, self.settings.failed_max),
         )
         self._owned.pop(pid, None)
@@ -361,6 +383,7 @@ class Core:
                     keys.recoveries,
                     keys.failed,
                     keys.config,
+                    keys.stats,
                 ),
                 (
                     worker,
@@ -420,17 +443,22 @@ class Core:
 
     def _fail_dead(self, worker: str) -> Plan[bool]:
         queues = yield command("SMEMBERS", self.mesh.worker_queues(worker))
+        requeued = dead_lettered = 0
         for queue in sorted(_text(q) for q in queues):
-            requeued, dead = yield from self._requeue_owned(self.mesh.queue(queue), worker, "fail")
-            if requeued or dead:
+            moved, dead = yield from self._requeue_owned(self.mesh.queue(queue), worker, "fail")
+            if moved or dead:
                 logger.warning(
                     "worker %s is dead: returned %d tasks to queue %r, dead-lettered %d",
                     worker,
-                    requeued,
+                    moved,
                     queue,
                     dead,
                 )
+            requeued += moved
+            dead_lettered += dead
         forgotten = yield from self._forget(worker, only_if_dead=True)
+        if forgotten:
+            self.emit("peer_failed", worker=worker, requeued=requeued, dead_lettered=dead_lettered)
         return forgotten
 
     def _forget(self, worker: str, *, only_if_dead: bool) -> Plan[bool]:
@@ -449,6 +477,7 @@ class Core:
 
     def _recover_lease(self, old: str) -> Plan[None]:
         logger.warning("worker %s lost its lease; re-registering under a new id", old)
+        self.emit("lease_lost", worker=old)
         for hook in self.lease_lost_hooks:
             hook(old)
         queues = sorted(self.working)

@@ -68,6 +68,12 @@ class QueueKeys:
         return f"{self.tag}:failed"
 
     @property
+    def stats(self) -> str:
+        """Lifetime counters by event: enqueued, dequeued, finished, stopped,
+        released, recovered, dead_lettered, failed, cancelled."""
+        return f"{self.tag}:stats"
+
+    @property
     def config(self) -> str:
         return f"{self.tag}:config"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from redis.backoff import NoBackoff
@@ -64,8 +65,9 @@ def final_error(request: Request, error: BaseException) -> BaseException:
 class OutageLog:
     """Logs an outage once when it starts and once when it ends, not per retry."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, emit: Callable[..., None] | None = None) -> None:
         self.what = what
+        self.emit = emit
         self.since: float | None = None
         self.failures = 0
 
@@ -73,6 +75,8 @@ class OutageLog:
         self.failures += 1
         if self.since is None:
             self.since = time.monotonic()
+            if self.emit is not None:
+                self.emit("redis_down", what=self.what, error=type(error).__name__)
             if isinstance(error, RedisError | OSError):
                 logger.warning("%s: Redis unreachable (%s); retrying", self.what, error)
             else:
@@ -80,6 +84,8 @@ class OutageLog:
 
     def ok(self) -> None:
         if self.since is not None:
+            if self.emit is not None:
+                self.emit("redis_up", what=self.what, seconds=time.monotonic() - self.since)
             logger.warning(
                 "%s: Redis reachable again after %.1f s (%d failed attempts)",
                 self.what,

@@ -5,6 +5,7 @@
 -- KEYS[1] tasks       list  queued tasks
 -- KEYS[2] processes   hash  process id -> task
 -- KEYS[3] recoveries  hash  task -> times recovered from a dead worker
+-- KEYS[4] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] task              the payload to cancel (exact bytes)
 -- ARGV[2] events            broadcast channel of the queue
 -- Reply: {removed_from_queue, pid1, pid2, ...} (the cancelled process ids)
@@ -12,6 +13,7 @@
 local tasks = KEYS[1]
 local processes = KEYS[2]
 local recoveries = KEYS[3]
+local stats = KEYS[4]
 local task = ARGV[1]
 local events = ARGV[2]
 
@@ -32,6 +34,10 @@ for i = 2, #reply do
   redis.call('HDEL', processes, reply[i])
 end
 redis.call('HDEL', recoveries, task)
+local cancelled = reply[1] + #reply - 1
+if cancelled > 0 then
+  redis.call('HINCRBY', stats, 'cancelled', cancelled)
+end
 if #reply > 1 then
   redis.call('PUBLISH', events, 'cancel:' .. table.concat(reply, ' ', 2))
 end

@@ -5,6 +5,7 @@
 -- KEYS[4] members     set   workers allowed to dequeue from this queue
 -- KEYS[5] idle        set   workers of this queue waiting for work
 -- KEYS[6] seq         string  per-queue dequeue counter (orders `owned`)
+-- KEYS[7] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] worker_id
 -- ARGV[2] pid_prefix        client-chosen, unique per call; process i is pid_prefix .. i
 -- ARGV[3] count             how many tasks to take at most (>= 1)
@@ -18,6 +19,7 @@ local owned = KEYS[3]
 local members = KEYS[4]
 local idle = KEYS[5]
 local seq = KEYS[6]
+local stats = KEYS[7]
 local worker_id = ARGV[1]
 local pid_prefix = ARGV[2]
 local count = tonumber(ARGV[3])
@@ -49,6 +51,10 @@ for i = 1, count do
   reply[#reply + 1] = pid
   reply[#reply + 1] = task
   taken = i
+end
+
+if taken > 0 then
+  redis.call('HINCRBY', stats, 'dequeued', taken)
 end
 
 -- A worker that drained the queue wants a wake-up; one that got a full batch does not.

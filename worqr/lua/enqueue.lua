@@ -1,18 +1,22 @@
 -- enqueue: push tasks to the back of a queue and wake idle workers.
 -- KEYS[1] tasks       list  queued tasks (push left, pop right)
 -- KEYS[2] idle        set   workers of this queue waiting for work
+-- KEYS[3] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[2..n] task           one or more payloads, oldest first
 -- Reply: integer, the queue length after the push.
 -- Errors: none.
 local tasks = KEYS[1]
 local idle = KEYS[2]
+local stats = KEYS[3]
 local wake_prefix = ARGV[1]
 
 local length = 0
 for i = 2, #ARGV do
   length = redis.call('LPUSH', tasks, ARGV[i])
 end
+
+redis.call('HINCRBY', stats, 'enqueued', #ARGV - 1)
 
 -- Wake at most one idle worker per task: no thundering herd.
 local count = #ARGV - 1

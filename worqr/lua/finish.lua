@@ -2,6 +2,7 @@
 -- KEYS[1] processes   hash  process id -> task
 -- KEYS[2] owned       zset  the owning worker's process ids on this queue
 -- KEYS[3] recoveries  hash  task -> times recovered from a dead worker
+-- KEYS[4] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] pid
 -- Reply: 1 if the process existed and is now finished, 0 if it no longer existed
 --   (already finished, failed over to a peer, cancelled or deleted).
@@ -9,6 +10,7 @@
 local processes = KEYS[1]
 local owned = KEYS[2]
 local recoveries = KEYS[3]
+local stats = KEYS[4]
 local pid = ARGV[1]
 
 redis.call('ZREM', owned, pid)
@@ -18,4 +20,5 @@ if not task then
 end
 redis.call('HDEL', processes, pid)
 redis.call('HDEL', recoveries, task)
+redis.call('HINCRBY', stats, 'finished', 1)
 return 1

@@ -9,6 +9,7 @@
 -- KEYS[6] recoveries  hash  task -> times recovered from a dead worker
 -- KEYS[7] failed      list  dead letters, newest on the left
 -- KEYS[8] config      hash  per-queue options; 'max_recoveries' overrides ARGV[4]
+-- KEYS[9] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] worker_id
 -- ARGV[2] mode              'fail'    a peer fails a dead worker: leaves the queue,
 --                                     counts a recovery, dead-letters poison pills
@@ -29,6 +30,7 @@ local idle = KEYS[5]
 local recoveries = KEYS[6]
 local failed = KEYS[7]
 local config = KEYS[8]
+local stats = KEYS[9]
 local worker_id = ARGV[1]
 local mode = ARGV[2]
 local chunk = tonumber(ARGV[3])
@@ -71,6 +73,12 @@ for _, pid in ipairs(pids) do
   end
 end
 
+if requeued > 0 then
+  redis.call('HINCRBY', stats, mode == 'fail' and 'recovered' or 'released', requeued)
+end
+if dead_lettered > 0 then
+  redis.call('HINCRBY', stats, 'dead_lettered', dead_lettered)
+end
 if requeued > 0 then
   local woken = redis.call('SPOP', idle, requeued)
   for _, worker in ipairs(woken) do

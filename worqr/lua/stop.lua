@@ -3,6 +3,7 @@
 -- KEYS[2] processes   hash  process id -> task
 -- KEYS[3] owned       zset  the owning worker's process ids on this queue
 -- KEYS[4] idle        set   workers of this queue waiting for work
+-- KEYS[5] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] pid
 -- ARGV[2] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- Reply: 1 if the process existed and its task is queued again, else 0.
@@ -11,6 +12,7 @@ local tasks = KEYS[1]
 local processes = KEYS[2]
 local owned = KEYS[3]
 local idle = KEYS[4]
+local stats = KEYS[5]
 local pid = ARGV[1]
 local wake_prefix = ARGV[2]
 
@@ -21,6 +23,7 @@ if not task then
 end
 redis.call('HDEL', processes, pid)
 redis.call('RPUSH', tasks, task)
+redis.call('HINCRBY', stats, 'stopped', 1)
 local woken = redis.call('SPOP', idle, 1)
 for _, worker in ipairs(woken) do
   redis.call('PUBLISH', wake_prefix .. worker, 'work:1')
