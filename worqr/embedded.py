@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 __all__ = ["EmbeddedRedis", "EmbeddedRedisError", "find_redis_server", "free_port"]
 
@@ -117,7 +119,8 @@ class EmbeddedRedis:
 
     def _wait_ready(self, process: subprocess.Popen[bytes]) -> None:
         deadline = time.monotonic() + START_TIMEOUT
-        with redis.Redis(port=self.port, socket_timeout=1, socket_connect_timeout=1) as client:
+        no_retry = Retry(NoBackoff(), retries=0)  # the default backs off for seconds
+        with redis.Redis(port=self.port, socket_timeout=1, retry=no_retry) as client:
             while time.monotonic() < deadline:
                 if process.poll() is not None:
                     raise self._error(f"redis-server exited with status {process.returncode}")

@@ -1,0 +1,35 @@
+# Needs only python3 (with venv) and make; everything else goes into .venv.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# Lint only the source directories that exist yet.
+SRC_DIRS := $(wildcard worqr tests examples benchmarks)
+
+.PHONY: venv test lint demo bench clean
+
+venv: $(STAMP)
+
+# Re-installs only when pyproject.toml changes (or the venv is missing).
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); \
+	  echo "error: '$(PYTHON) -m venv' failed; on Debian/Ubuntu install python3-venv" >&2; exit 1; }
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+lint: venv
+	$(BIN)/ruff check $(SRC_DIRS)
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+demo: venv
+	$(BIN)/worqr demo
+
+bench: venv
+	$(BIN)/python -m benchmarks.compare
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

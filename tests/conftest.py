@@ -1,0 +1,65 @@
+"""Shared fixtures: one real redis-server per session and a fresh key prefix per test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from worqr.embedded import EmbeddedRedis
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[EmbeddedRedis]:
+    """The session's shared server: no persistence, DEBUG enabled. Don't stop or pause it."""
+    with EmbeddedRedis() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_server: EmbeddedRedis) -> str:
+    return redis_server.url
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A key prefix no other test uses, so tests never need FLUSHALL."""
+    return f"t{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A client of the shared server (bytes replies), closed after the test."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def make_redis() -> Iterator[Callable[..., EmbeddedRedis]]:
+    """Start private servers: `make_redis(appendonly=True, extra_args=[...])`; all stopped after."""
+    servers: list[EmbeddedRedis] = []
+
+    def make(**kwargs: Any) -> EmbeddedRedis:
+        server = EmbeddedRedis(**kwargs)
+        servers.append(server)
+        return server.start()
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+@pytest.fixture
+def fresh_redis(make_redis: Callable[..., EmbeddedRedis]) -> EmbeddedRedis:
+    """A private server for tests that kill, pause or restart it.
+
+    It keeps an append-only file fsynced on every write, so `kill()` then `restart()`
+    reloads every acknowledged write (FLUSHALL after restart to simulate data loss).
+    """
+    return make_redis(appendonly=True, extra_args=["--appendfsync", "always"])
