@@ -145,6 +145,21 @@ class AsyncWorqr:
     async def get_failed(self, queue: str) -> list[str | bytes]:
         return await self._drive(self._core.get_failed(queue))
 
+    async def get_stats(self, queue: str) -> dict[str, int]:
+        return await self._drive(self._core.get_stats(queue))
+
+    async def workers_alive(self, worker_ids: Iterable[str]) -> list[bool]:
+        return await self._drive(self._core.workers_alive(worker_ids))
+
+    async def count_worker_processes(self, queue: str, worker_id: str) -> int:
+        return await self._drive(self._core.count_worker_processes(queue, worker_id))
+
+    async def requeue_failed(self, queue: str) -> int:
+        return await self._drive(self._core.requeue_failed(queue))
+
+    async def purge_failed(self, queue: str) -> int:
+        return await self._drive(self._core.purge_failed(queue))
+
     # -- working ---------------------------------------------------------------
 
     @property

@@ -158,6 +158,26 @@ class Worqr:
     def get_failed(self, queue: str) -> list[str | bytes]:
         return self._drive(self._core.get_failed(queue))
 
+    def get_stats(self, queue: str) -> dict[str, int]:
+        """Lifetime counters of ``queue`` by event: enqueued, dequeued, finished,
+        stopped, released, recovered, dead_lettered, failed, cancelled, redriven."""
+        return self._drive(self._core.get_stats(queue))
+
+    def workers_alive(self, worker_ids: Iterable[str]) -> list[bool]:
+        """Whether each worker's lease currently exists."""
+        return self._drive(self._core.workers_alive(worker_ids))
+
+    def count_worker_processes(self, queue: str, worker_id: str) -> int:
+        return self._drive(self._core.count_worker_processes(queue, worker_id))
+
+    def requeue_failed(self, queue: str) -> int:
+        """Move the dead letters of ``queue`` to its back, oldest first; returns how many."""
+        return self._drive(self._core.requeue_failed(queue))
+
+    def purge_failed(self, queue: str) -> int:
+        """Drop the dead letters of ``queue``; returns how many."""
+        return self._drive(self._core.purge_failed(queue))
+
     # -- working ---------------------------------------------------------------
 
     @property

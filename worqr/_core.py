@@ -197,6 +197,53 @@ class Core:
         entries = yield command("LRANGE", self.queue_keys(queue).failed, 0, -1)
         return [decode_task(entry, self.settings.decode_tasks) for entry in entries]
 
+    def get_stats(self, queue: str) -> Plan[dict[str, int]]:
+        """Lifetime counters of the queue by event (see `QueueKeys.stats`)."""
+        counters = yield command("HGETALL", self.queue_keys(queue).stats)
+        return {_text(k): int(v) for k, v in counters.items()}
+
+    def workers_alive(self, worker_ids: Iterable[str]) -> Plan[list[bool]]:
+        """Whether each worker's lease (its alive key) currently exists."""
+        wanted = list(worker_ids)
+        alive: list[bool] = []
+        for start in range(0, len(wanted), MGET_BATCH):
+            batch = wanted[start : start + MGET_BATCH]
+            flags = yield command("MGET", *(self.mesh.alive(w) for w in batch))
+            alive += [flag is not None for flag in flags]
+        return alive
+
+    def count_worker_processes(self, queue: str, worker_id: str) -> Plan[int]:
+        """Processes ``worker_id`` holds on ``queue`` (cancelled ones count until
+        their worker acknowledges them)."""
+        return int((yield command("ZCARD", self.queue_keys(queue).worker(worker_id))))
+
+    def requeue_failed(self, queue: str) -> Plan[int]:
+        """Move the dead letters present now to the back of the queue, oldest
+        first, in chunks; returns how many moved. Each task moves atomically, so
+        the plan is safe to stop and redo; letters that fail again meanwhile are
+        left for the next call (no endless loop)."""
+        keys = self.queue_keys(queue)
+        chunk = self.settings.requeue_chunk
+        moved_total = 0
+        limit: int | None = None
+        while limit is None or moved_total < limit:
+            want = chunk if limit is None else min(chunk, limit - moved_total)
+            moved, remaining = yield script(
+                "requeue_failed",
+                (keys.failed, keys.tasks, keys.idle, keys.stats),
+                (want, keys.wake_prefix),
+            )
+            moved_total += int(moved)
+            if limit is None:
+                limit = int(moved) + int(remaining)
+            if int(moved) == 0 or int(remaining) == 0:
+                break
+        return moved_total
+
+    def purge_failed(self, queue: str) -> Plan[int]:
+        """Drop the queue's dead letters; returns how many."""
+        return int((yield script("purge_failed", (self.queue_keys(queue).failed,), ())))
+
     def get_worker_info(self, worker_id: str) -> Plan[dict[str, str]]:
         info = yield command("HGETALL", self.mesh.worker_info(worker_id))
         return {_text(k): _text(v) for k, v in info.items()}

@@ -70,7 +70,7 @@ class QueueKeys:
     @property
     def stats(self) -> str:
         """Lifetime counters by event: enqueued, dequeued, finished, stopped,
-        released, recovered, dead_lettered, failed, cancelled."""
+        released, recovered, dead_lettered, failed, cancelled, redriven."""
         return f"{self.tag}:stats"
 
     @property

@@ -24,7 +24,9 @@ SCRIPT_NAMES = (
     "forget_worker",
     "heartbeat",
     "join_queue",
+    "purge_failed",
     "register",
+    "requeue_failed",
     "requeue_owned",
     "stop",
 )
