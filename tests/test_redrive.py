@@ -25,6 +25,7 @@ def test_requeue_failed_moves_every_letter_to_the_back_oldest_first(
         _dead_letter(wq, "q", ["a", "b", "c", "d", "e"])
         wq.enqueue("q", "fresh")
         assert wq.get_failed("q") == ["e", "d", "c", "b", "a"]
+        assert wq.count_failed("q") == 5
 
         assert wq.requeue_failed("q") == 5
 
@@ -83,6 +84,7 @@ def test_async_client_has_the_same_methods(redis_url: str, prefix: str) -> None:
             await wq.enqueue_many("q", ["a", "b"])
             for process in await wq.dequeue_many("q", 2):
                 await wq.fail_process(process)
+            assert await wq.count_failed("q") == 2
             assert await wq.requeue_failed("q") == 2
             assert await wq.count_tasks("q") == 2
             assert await wq.workers_alive([me]) == [True]

@@ -142,6 +142,9 @@ class AsyncWorqr:
     async def count_processes(self, queue: str) -> int:
         return await self._drive(self._core.count_processes(queue))
 
+    async def count_failed(self, queue: str) -> int:
+        return await self._drive(self._core.count_failed(queue))
+
     async def get_failed(self, queue: str) -> list[str | bytes]:
         return await self._drive(self._core.get_failed(queue))
 

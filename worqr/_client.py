@@ -155,6 +155,9 @@ class Worqr:
     def count_processes(self, queue: str) -> int:
         return self._drive(self._core.count_processes(queue))
 
+    def count_failed(self, queue: str) -> int:
+        return self._drive(self._core.count_failed(queue))
+
     def get_failed(self, queue: str) -> list[str | bytes]:
         return self._drive(self._core.get_failed(queue))
 

@@ -193,6 +193,9 @@ class Core:
     def count_processes(self, queue: str) -> Plan[int]:
         return int((yield command("HLEN", self.queue_keys(queue).processes)))
 
+    def count_failed(self, queue: str) -> Plan[int]:
+        return int((yield command("LLEN", self.queue_keys(queue).failed)))
+
     def get_failed(self, queue: str) -> Plan[list[str | bytes]]:
         entries = yield command("LRANGE", self.queue_keys(queue).failed, 0, -1)
         return [decode_task(entry, self.settings.decode_tasks) for entry in entries]
