@@ -1,0 +1,110 @@
+"""What every `worqr` subcommand shares: the user-error type, the exit codes,
+argument checks and the short-lived client the admin commands use."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+from collections.abc import Iterator
+
+from ._client import Worqr
+from ._connect import resolve_url
+from ._keys import validate_name
+from ._settings import Settings
+
+EXIT_OK = 0
+EXIT_FAILURE = 1  # something went wrong at run time (e.g. Redis unreachable)
+EXIT_USAGE = 2  # the command line or its input was wrong (argparse uses 2 too)
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report it
+
+CLI_RETRY_DEADLINE = 3.0
+"""Seconds an admin command keeps retrying an unreachable Redis before giving up
+(a worker's client keeps its own, longer deadline)."""
+
+
+class CliError(Exception):
+    """A problem to report as one line on stderr, exiting with ``code``."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def queue_name(value: str) -> str:
+    """argparse ``type=`` for queue names: a bad name is a usage error."""
+    try:
+        return validate_name(value, "queue name")
+    except (TypeError, ValueError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def prefix_name(value: str) -> str:
+    try:
+        return validate_name(value, "prefix")
+    except (TypeError, ValueError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
+    return number
+
+
+def port_number(value: str) -> int:
+    number = positive_int(value)
+    if number > 65535:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {number}")
+    return number
+
+
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url",
+        help="Redis URL (default: $WORQR_REDIS_URL, else redis://127.0.0.1:6379/0)",
+    )
+    parser.add_argument(
+        "--prefix", type=prefix_name, help="key prefix of the mesh (default: worqr)"
+    )
+    # Hidden: how long an unreachable Redis is retried; tests make it short.
+    parser.add_argument(
+        "--retry-deadline",
+        type=positive_float,
+        default=CLI_RETRY_DEADLINE,
+        help=argparse.SUPPRESS,
+    )
+
+
+@contextlib.contextmanager
+def admin_client(args: argparse.Namespace) -> Iterator[Worqr]:
+    """A client that only produces and reads (it never registers as a worker)."""
+    settings = Settings(
+        retry_deadline=args.retry_deadline, socket_timeout=max(args.retry_deadline, 5.0)
+    )
+    try:
+        client = Worqr(resolve_url(args.url), prefix=args.prefix, settings=settings)
+    except ValueError as error:  # redis-py rejects malformed URLs with ValueError
+        raise CliError(f"bad Redis URL: {error}", EXIT_USAGE) from None
+    with client:
+        yield client
+
+
+def quiet_library_logs() -> None:
+    """Admin commands report errors themselves; the client's retry warnings
+    would only add noise (and extra lines) on stderr."""
+    logging.getLogger("worqr").setLevel(logging.CRITICAL)
