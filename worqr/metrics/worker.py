@@ -1,0 +1,204 @@
+"""`WorkerMetrics`: what one worker process did, counted from its hooks and
+its client's observer events.
+
+Every per-queue series is created at 0 the first time a queue is seen, so a
+dashboard's ``rate()`` shows 0 rather than "no data" for events that have not
+happened yet. In prometheus_client's multiprocess mode (`serve.prepare_multiprocess_dir`)
+counters and histograms of every child add up, and the in-process gauge sums
+the live children only ("livesum"): a dead child's running tasks vanish from it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+DURATION_BUCKETS = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+)
+"""Task run time buckets, seconds: 1 ms to 10 minutes (longer runs land in +Inf)."""
+
+Q = ("queue",)
+
+
+class WorkerMetrics:
+    """The metrics of one worker process; also a worker hooks object and a client
+    observer (pass ``metrics.observe`` to ``add_observer``).
+
+    Create one per process (see `worker_metrics`): in multiprocess mode two
+    instances in one process would overwrite each other's values.
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
+        def counter(name: str, doc: str, labels: tuple[str, ...] = Q) -> Counter:
+            return Counter(name, doc, labels, registry=registry)
+
+        self.started = counter("worqr_tasks_started", "Tasks this worker started")
+        self.finished = counter("worqr_tasks_finished", "Tasks whose handler returned")
+        self.failed = counter("worqr_tasks_failed", "Tasks whose handler raised (dead-lettered)")
+        self.retried = counter(
+            "worqr_tasks_retried", "Tasks returned to the front of their queue (worqr.Retry)"
+        )
+        self.cancelled = counter("worqr_tasks_cancelled", "Running tasks stopped by a cancel")
+        self.fenced = counter(
+            "worqr_tasks_fenced",
+            "Acknowledgements refused because the process no longer existed (lease lost)",
+        )
+        self.duration = Histogram(
+            "worqr_task_duration_seconds",
+            "Run time of handlers, by queue",
+            Q,
+            buckets=DURATION_BUCKETS,
+            registry=registry,
+        )
+        self.in_process = Gauge(
+            "worqr_tasks_in_process",
+            "Tasks running in this worker now",
+            Q,
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.notifications = counter(
+            "worqr_notifications", "Wake-ups received (pub/sub hints and fallback polls)"
+        )
+        self.dequeues = counter(
+            "worqr_dequeues",
+            "Dequeue calls by result: empty ones after a wake-up are the thundering herd",
+            ("queue", "result"),
+        )
+        self.peers_failed = counter("worqr_peers_failed", "Dead workers this worker failed", ())
+        self.recovered = counter(
+            "worqr_tasks_recovered", "Tasks of dead peers this worker returned to their queue", ()
+        )
+        self.poisoned = counter(
+            "worqr_tasks_poisoned",
+            "Tasks of dead peers dead-lettered for exceeding max_recoveries",
+            (),
+        )
+        self.heartbeat_failures = counter(
+            "worqr_heartbeat_failures", "Heartbeats that could not reach Redis", ()
+        )
+        self.lease_losses = counter(
+            "worqr_lease_losses", "Times this worker found its lease gone (failed by peers)", ()
+        )
+        self.registrations = counter(
+            "worqr_registrations", "Registrations in the mesh, the first and every later one", ()
+        )
+        self.redis_errors = counter("worqr_redis_errors", "Redis outages seen by a loop", ())
+        self.redis_reconnects = counter(
+            "worqr_redis_reconnects", "Loops that reached Redis again after an outage", ()
+        )
+        self._queues: set[str] = set()
+        self._lock = threading.Lock()
+
+    def _seen(self, queue: str) -> str:
+        # Create every series of a new queue at 0, so rates read 0, not "no data".
+        if queue not in self._queues:
+            with self._lock:
+                if queue not in self._queues:
+                    for family in (
+                        self.started,
+                        self.finished,
+                        self.failed,
+                        self.retried,
+                        self.cancelled,
+                        self.fenced,
+                        self.notifications,
+                    ):
+                        family.labels(queue)
+                    self.dequeues.labels(queue, "empty")
+                    self.dequeues.labels(queue, "tasks")
+                    self.duration.labels(queue)
+                    self.in_process.labels(queue)
+                    self._queues.add(queue)
+        return queue
+
+    # -- worker hooks ------------------------------------------------------------
+
+    def on_started(self, queue: str) -> None:
+        self.started.labels(self._seen(queue)).inc()
+        self.in_process.labels(queue).inc()
+
+    def _ended(self, queue: str, seconds: float | None) -> None:
+        self.in_process.labels(self._seen(queue)).dec()
+        if seconds is not None:
+            self.duration.labels(queue).observe(seconds)
+
+    def on_finished(self, queue: str, seconds: float) -> None:
+        self._ended(queue, seconds)
+        self.finished.labels(queue).inc()
+
+    def on_failed(self, queue: str, seconds: float) -> None:
+        self._ended(queue, seconds)
+        self.failed.labels(queue).inc()
+
+    def on_retried(self, queue: str) -> None:
+        self._ended(queue, None)
+        self.retried.labels(queue).inc()
+
+    def on_cancelled(self, queue: str) -> None:
+        self._ended(queue, None)
+        self.cancelled.labels(queue).inc()
+
+    def on_fenced(self, queue: str) -> None:
+        self.fenced.labels(self._seen(queue)).inc()
+
+    def on_lease_lost(self) -> None:
+        """Counted from the client's "lease_lost" event instead (see `observe`)."""
+
+    def on_dequeue(self, queue: str, asked: int, got: int) -> None:
+        self.dequeues.labels(self._seen(queue), "tasks" if got else "empty").inc()
+
+    def on_wakeup(self, queue: str) -> None:
+        self.notifications.labels(self._seen(queue)).inc()
+
+    # -- client observer ---------------------------------------------------------
+
+    def observe(self, event: str, fields: dict[str, Any]) -> None:
+        """A client observer (``Worqr.add_observer``): counts the client's life events."""
+        if event == "registered":
+            self.registrations.inc()
+        elif event == "lease_lost":
+            self.lease_losses.inc()
+        elif event == "peer_failed":
+            self.peers_failed.inc()
+            self.recovered.inc(int(fields.get("requeued", 0)))
+            self.poisoned.inc(int(fields.get("dead_lettered", 0)))
+        elif event == "heartbeat_failed":
+            self.heartbeat_failures.inc()
+        elif event == "redis_down":
+            self.redis_errors.inc()
+        elif event == "redis_up":
+            self.redis_reconnects.inc()
+
+
+_default: WorkerMetrics | None = None
+_default_lock = threading.Lock()
+
+
+def worker_metrics() -> WorkerMetrics:
+    """This process's `WorkerMetrics`, created on first use in the default registry."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = WorkerMetrics()
+        return _default
