@@ -1,0 +1,268 @@
+"""Benchmark worqr against RQ, arq, saq, Dramatiq, Celery and huey on one Redis.
+
+    python -m benchmarks.compare               # full run (about 40 minutes on 2 cores)
+    python -m benchmarks.compare --quick       # tiny N, one repetition
+    python -m benchmarks.compare --systems worqr,huey --workloads drain,latency
+
+Starts its own redis-server, runs every workload for every installed system
+(alternating systems within each repetition), prints Markdown tables, and
+writes JSON plus a PNG chart into benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from worqr.embedded import EmbeddedRedis, find_redis_server
+
+from . import report
+from .adapters import SYSTEMS, installed, load
+from .harness import machine_info, python
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+WORKLOADS = ("ceiling", "enqueue", "drain", "latency", "cost", "memory", "recovery", "scale")
+BOUNDS = {  # seconds per run (full, quick); the runner stops its workers at the bound
+    "ceiling": (300, 60),
+    "enqueue": (180, 40),
+    "drain": (240, 60),
+    "latency": (120, 50),
+    "cost": (300, 80),
+    "memory": (120, 30),
+    "recovery": (150, 60),
+    "scale": (400, 60),
+}
+GLOBAL_SYSTEM = {"ceiling": "redis", "scale": "worqr"}
+
+
+def _names(text: str, known: tuple[str, ...] | list[str], what: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise SystemExit(f"unknown {what}: {', '.join(unknown)} (known: {', '.join(known)})")
+    return names
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.compare",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny N, one repetition")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated")
+    parser.add_argument("--reps", type=int, help="repetitions (default 3, quick 1)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results directory")
+    parser.add_argument(
+        "--docs-chart",
+        type=Path,
+        default=None,
+        help="also copy the chart here (e.g. docs/benchmarks.png)",
+    )
+    return parser.parse_args(argv)
+
+
+def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]:
+    """One runner process; its own alarm fires first, SIGTERM/SIGKILL are backstops."""
+    bound = BOUNDS[workload][1 if quick else 0]
+    workdir = Path(tempfile.mkdtemp(prefix=f"worqr-bench-{workload}-{system}-"))
+    command = [
+        python(),
+        "-m",
+        "benchmarks.runner",
+        system,
+        workload,
+        "--url",
+        url,
+        "--workdir",
+        str(workdir),
+        "--timeout",
+        str(bound),
+    ]
+    if quick:
+        command.append("--quick")
+    started = time.monotonic()
+    process = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        out, err = process.communicate(timeout=bound + 30)
+    except subprocess.TimeoutExpired:
+        process.terminate()
+        try:
+            out, err = process.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, err = process.communicate()
+    lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    outcome = (
+        json.loads(lines[-1][7:])
+        if lines
+        else {"ok": False, "error": f"runner exited {process.returncode}: {err.strip()[-500:]}"}
+    )
+    if outcome["ok"]:
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        outcome["error"] += f" (logs: {workdir})"
+    return {
+        "system": system,
+        "workload": workload,
+        "seconds": time.monotonic() - started,
+        **outcome,
+    }
+
+
+def _progress(run: dict[str, Any], rep: int) -> None:
+    if run["ok"]:
+        shown = {
+            k: round(v, 2)
+            for k, v in run["metrics"].items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+        }
+        brief = ", ".join(f"{k}={v:g}" for k, v in list(shown.items())[:6])
+    else:
+        brief = "FAILED: " + run["error"][:300]
+    print(
+        f"  [{run['workload']} #{rep + 1}] {run['system']:<15} {run['seconds']:5.1f}s  {brief}",
+        flush=True,
+    )
+
+
+def _schedule(workloads: list[str], systems: list[str], reps: int) -> list[tuple[str, str, int]]:
+    """Every run in order: within one repetition the systems alternate, and
+    each repetition starts with a different system."""
+    plan = []
+    for workload in workloads:
+        if workload in GLOBAL_SYSTEM:
+            if GLOBAL_SYSTEM[workload] == "redis" or GLOBAL_SYSTEM[workload] in systems:
+                plan.append((GLOBAL_SYSTEM[workload], workload, 0))
+            continue
+        for rep in range(1 if workload == "recovery" else reps):
+            shift = rep % len(systems)
+            for system in systems[shift:] + systems[:shift]:
+                plan.append((system, workload, rep))
+    return plan
+
+
+def _write(args: argparse.Namespace, document: dict[str, Any], lines: list[str]) -> None:
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = document["started"].replace(":", "").replace("-", "")[:15]
+    for name in (f"bench-{stamp}.json", "latest.json"):
+        (args.out / name).write_text(json.dumps(document, indent=1, default=str))
+    (args.out / "latest.md").write_text("\n".join(lines) + "\n")
+    chart = args.out / "latest.png"
+    systems = document["systems"]
+    machine = document["machine"]
+    title = (
+        f"worqr vs peers, no-op tasks, W=2 worker processes - {machine['cpu']}, "
+        f"{machine['cores']} cores, Redis {machine['redis_server']}"
+        + (" (--quick)" if args.quick else "")
+    )
+    report.chart(document["summary"], systems, chart, title)
+    if args.docs_chart is not None:
+        shutil.copyfile(chart, args.docs_chart)
+    print(f"\nwrote {args.out / 'latest.json'}, {args.out / 'latest.md'}, {chart}")
+
+
+def render(document: dict[str, Any]) -> list[str]:
+    summary, systems = document["summary"], document["systems"]
+    machine = document["machine"]
+    lines = [
+        f"Machine: {machine['cpu']}, {machine['cores']} cores, Linux {machine['kernel']}, "
+        f"Python {machine['python']}, Redis {machine['redis_server']}, "
+        f"redis-py {machine['redis_py']} (hiredis {machine['hiredis']}); "
+        f"load average at start {machine['load_average_at_start']}",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in document["versions"].items()),
+        f"Repetitions: {document['reps']} (medians){' --quick' if document['quick'] else ''}",
+        "",
+        "Throughput and latency:",
+        "",
+        *report.table(summary, systems, report.THROUGHPUT),
+        "",
+        "Cost per task, memory and recovery:",
+        "",
+        *report.table(summary, systems, report.COSTS),
+        "",
+        "Ratios (> 1: worqr better):",
+        "",
+        *report.ratio_table(summary, systems, report.THROUGHPUT[:5] + report.COSTS[:4]),
+    ]
+    for workload in ("ceiling", "scale"):
+        entry = next(iter(summary.get(workload, {}).values()), None)
+        if entry:
+            lines += ["", f"{workload}:", ""] + [
+                f"- {k}: {v:,.2f}" if isinstance(v, float) else f"- {k}: {v}"
+                for k, v in entry.items()
+                if k != "reps"
+            ]
+    goals = report.targets(summary, systems)
+    if goals:
+        lines += ["", "Targets (issue 6):", ""]
+        for goal, measured, met in goals:
+            mark = {True: "met", False: "MISSED", None: "n/a"}[met]
+            lines.append(f"- [{mark}] {goal}: {measured}")
+    errors = [
+        (w, s, e) for w, by in summary.items() for s, m in by.items() for e in m.get("errors", [])
+    ]
+    if errors:
+        lines += ["", "Errors:", ""] + [f"- {w}/{s}: {e[:400]}" for w, s, e in errors]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    wanted = _names(args.systems, list(SYSTEMS), "systems")
+    workloads = _names(args.workloads, WORKLOADS, "workloads")
+    systems = [name for name in wanted if installed(name)]
+    missing = [name for name in wanted if name not in systems]
+    if missing:
+        print(f"not installed (pip install -e '.[bench]'): {', '.join(missing)}")
+    reps = args.reps or (1 if args.quick else 3)
+    started = datetime.datetime.now().isoformat(timespec="seconds")
+    with EmbeddedRedis() as server:
+        os.environ["BENCH_REDIS_URL"] = server.url  # adapters' module-level apps
+        adapters = {name: load(name) for name in systems}
+        document: dict[str, Any] = {
+            "started": started,
+            "argv": sys.argv,
+            "quick": args.quick,
+            "reps": reps,
+            "workers": 2,
+            "systems": systems,
+            "workloads": workloads,
+            "machine": machine_info(server.binary or find_redis_server()),
+            "versions": {k: v for a in adapters.values() for k, v in a.versions().items()},
+            "models": {
+                name: {"workers": a.model, "bulk": a.bulk_api, "recovery": a.recovery_note}
+                for name, a in adapters.items()
+            },
+        }
+        print("\n".join(render({**document, "summary": {}})[:3]), flush=True)
+        runs = []
+        for system, workload, rep in _schedule(workloads, systems, reps):
+            run = run_one(system, workload, server.url, args.quick)
+            runs.append({**run, "rep": rep})
+            _progress(run, rep)
+    document["runs"] = runs
+    document["summary"] = report.summarise(runs)
+    document["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
+    lines = render(document)
+    document["targets"] = report.targets(document["summary"], systems)
+    print("\n" + "\n".join(lines))
+    _write(args, document, lines)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

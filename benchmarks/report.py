@@ -1,0 +1,226 @@
+"""Medians over repetitions, the tables, the issue's targets, and the chart."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .harness import median
+
+Summary = dict[str, dict[str, dict[str, Any]]]  # workload -> system -> metric -> median
+US = "\N{MICRO SIGN}s"
+
+
+@dataclass(frozen=True)
+class Column:
+    workload: str
+    metric: str
+    label: str
+    higher_is_better: bool
+    digits: int = 0
+
+
+THROUGHPUT = (
+    Column("enqueue", "each_per_s", "enqueue/s", True),
+    Column("enqueue", "bulk_per_s", "bulk/s", True),
+    Column("drain", "rate", "drain/s", True),
+    Column("drain", "rate_with_start", "+start/s", True),
+    Column("latency", "p50_ms", "p50 ms", False, 2),
+    Column("latency", "p90_ms", "p90 ms", False, 2),
+    Column("latency", "p99_ms", "p99 ms", False, 2),
+    Column("latency", "max_ms", "max ms", False, 1),
+)
+COSTS = (
+    Column("cost", "client_commands", "cmds/task", False, 2),
+    Column("cost", "redis_commands", "in-Redis ops", False, 1),
+    Column("cost", "redis_cpu_us", f"Redis {US}", False),
+    Column("cost", "worker_cpu_us", f"worker {US}", False),
+    Column("cost", "producer_cpu_us", f"producer {US}", False),
+    Column("memory", "bytes_per_task", "bytes/task", False),
+    Column("recovery", "seconds", "recovery s", False, 1),
+)
+
+
+def summarise(runs: Sequence[dict[str, Any]]) -> Summary:
+    """Median of every numeric metric over the successful repetitions."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    errors: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for run in runs:
+        key = (run["workload"], run["system"])
+        if run["ok"]:
+            grouped[key].append(run["metrics"])
+        else:
+            errors[key].append(run["error"])
+    summary: Summary = defaultdict(dict)
+    for (workload, system), metrics in grouped.items():
+        merged: dict[str, Any] = {"reps": len(metrics)}
+        for name in metrics[0]:
+            values = [m[name] for m in metrics if name in m]
+            numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+            if numbers and len(numbers) == len(values):
+                merged[name] = median(numbers)
+            else:
+                merged[name] = values[-1]  # flags and mixes: the last run's
+        summary[workload][system] = merged
+    for (workload, system), messages in errors.items():
+        summary[workload].setdefault(system, {})["errors"] = messages
+    return dict(summary)
+
+
+def value(summary: Summary, column: Column, system: str) -> float | None:
+    found = summary.get(column.workload, {}).get(system, {}).get(column.metric)
+    return float(found) if isinstance(found, int | float) else None
+
+
+def _cell(summary: Summary, column: Column, system: str) -> str:
+    found = value(summary, column, system)
+    if column.workload == "recovery":
+        entry = summary.get("recovery", {}).get(system, {})
+        if entry.get("recovered") is False:
+            return f"none in {entry.get('bound_s', '?'):g} s"
+    if found is None:
+        return "error" if summary.get(column.workload, {}).get(system, {}).get("errors") else "-"
+    return f"{found:,.{column.digits}f}"
+
+
+def table(summary: Summary, systems: Sequence[str], columns: Sequence[Column]) -> list[str]:
+    """A Markdown table, one row per system."""
+    header = ["system", *(c.label for c in columns)]
+    rows = [header, ["---", *("---:" for _ in columns)]]
+    for system in systems:
+        rows.append([system, *(_cell(summary, c, system) for c in columns)])
+    return ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def ratio_table(summary: Summary, systems: Sequence[str], columns: Sequence[Column]) -> list[str]:
+    """worqr / peer for each figure; > 1 means worqr is better in that column
+    (for "lower is better" columns the ratio is peer / worqr)."""
+    header = ["worqr vs", *(c.label for c in columns)]
+    rows = [header, ["---", *("---:" for _ in columns)]]
+    for system in systems:
+        if system == "worqr":
+            continue
+        cells = [system]
+        for column in columns:
+            ours, theirs = value(summary, column, "worqr"), value(summary, column, system)
+            if ours is None or theirs is None or ours <= 0 or theirs <= 0:
+                cells.append("-")
+                continue
+            ratio = ours / theirs if column.higher_is_better else theirs / ours
+            cells.append(f"{ratio:.2f}x")
+        rows.append(cells)
+    return ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def targets(summary: Summary, systems: Sequence[str]) -> list[tuple[str, str, bool | None]]:
+    """The issue's targets: (target, measured, met); met is None when not measured."""
+
+    def get(workload: str, system: str, metric: str) -> float | None:
+        found = summary.get(workload, {}).get(system, {}).get(metric)
+        return float(found) if isinstance(found, int | float) else None
+
+    found: list[tuple[str, str, bool | None]] = []
+    peers = [s for s in systems if s not in ("worqr", "raw-list")]
+    drain = get("drain", "worqr", "rate")
+    best = max(((get("drain", p, "rate") or 0.0, p) for p in peers), default=(0.0, ""))
+    if drain is not None and best[0] > 0:
+        found.append(
+            (
+                "drain >= 3x the fastest peer",
+                f"{drain:,.0f}/s vs {best[1]} {best[0]:,.0f}/s = {drain / best[0]:.2f}x",
+                drain >= 3 * best[0],
+            )
+        )
+    each, raw = get("enqueue", "worqr", "each_per_s"), get("enqueue", "raw-list", "each_per_s")
+    if each is not None and raw:
+        found.append(
+            (
+                "enqueue (one call) >= 80% of redis-py LPUSH",
+                f"{each:,.0f}/s vs {raw:,.0f}/s = {each / raw:.0%}",
+                each >= 0.8 * raw,
+            )
+        )
+    bulk = get("enqueue", "worqr", "bulk_per_s")
+    if bulk is not None:
+        found.append(("bulk enqueue >= 100,000/s", f"{bulk:,.0f}/s", bulk >= 100_000))
+    p50, p99 = get("latency", "worqr", "p50_ms"), get("latency", "worqr", "p99_ms")
+    if p50 is not None and p99 is not None:
+        found.append(
+            (
+                "latency p50 <= 1 ms, p99 <= 5 ms",
+                f"p50 {p50:.2f} ms, p99 {p99:.2f} ms",
+                p50 <= 1 and p99 <= 5,
+            )
+        )
+    commands = get("cost", "worqr", "client_commands")
+    if commands is not None:
+        found.append(("<= 3 Redis commands per task", f"{commands:.2f}", commands <= 3))
+    scale = summary.get("scale", {}).get("worqr", {})
+    flat = [
+        (op, scale[f"deep_{op}_server_us"] / scale[f"shallow_{op}_server_us"])
+        for op in ("enqueue", "dequeue", "finish")
+        if scale.get(f"shallow_{op}_server_us") and f"deep_{op}_server_us" in scale
+    ]
+    if flat:
+        text = ", ".join(f"{op} {r:.2f}x" for op, r in flat)
+        found.append(
+            (
+                f"per-op cost at {scale.get('deep', 0):,} queued within 10% of 10",
+                f"server time deep/shallow: {text}",
+                all(r <= 1.10 for _, r in flat),
+            )
+        )
+    mesh = scale.get("mesh_redis_core_pct")
+    if isinstance(mesh, int | float):
+        found.append(
+            (
+                f"heartbeats + reaping of {scale.get('mesh_members', 0):,} workers < 5% of a core",
+                f"{mesh:.2f}% of one Redis core",
+                mesh < 5,
+            )
+        )
+    recovery = summary.get("recovery", {}).get("worqr", {})
+    if "recovered" in recovery:
+        seconds = recovery.get("seconds")
+        found.append(
+            (
+                "recovery after SIGKILL <= ttl + heartbeat + 0.5 s (4.5 s)",
+                "none" if seconds is None else f"{seconds:.2f} s",
+                seconds is not None and seconds <= 4.5,
+            )
+        )
+    return found
+
+
+def chart(summary: Summary, systems: Sequence[str], path: Path, title: str) -> None:
+    """One horizontal bar panel per headline figure; worqr in a contrasting colour."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [*THROUGHPUT[:3], THROUGHPUT[4], THROUGHPUT[6], *COSTS[:1], *COSTS[2:4], COSTS[5]]
+    figure, axes = plt.subplots(3, 3, figsize=(12, 9))
+    for axis, column in zip(axes.flat, panels, strict=True):
+        names = [s for s in systems if value(summary, column, s) is not None]
+        numbers = [value(summary, column, s) or 0.0 for s in names]
+        colours = ["#d62728" if s == "worqr" else "#7f7f7f" for s in names]
+        axis.barh(names, numbers, color=colours)
+        axis.invert_yaxis()
+        positive = [n for n in numbers if n > 0]
+        if positive and max(positive) / min(positive) > 30:
+            axis.set_xscale("log")
+        better = "higher" if column.higher_is_better else "lower"
+        axis.set_title(f"{column.label} ({better} is better)", fontsize=10)
+        axis.tick_params(labelsize=8)
+        for y, number in enumerate(numbers):
+            if not math.isnan(number):
+                axis.text(number, y, f" {number:,.{column.digits}f}", va="center", fontsize=7)
+    figure.suptitle(title, fontsize=11)
+    figure.tight_layout()
+    figure.savefig(path, dpi=72)
+    plt.close(figure)
