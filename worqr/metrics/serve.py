@@ -87,10 +87,12 @@ def serve(
     return MetricsServer(server, thread)
 
 
-def mark_dead(pid: int) -> None:
-    """Forget the live gauges of a child that exited (its counters stay)."""
-    if os.environ.get(ENV):
-        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
+def mark_dead(pid: int, path: str | None = None) -> None:
+    """Forget the live gauges of a child that exited (its counters stay).
+    ``path`` defaults to ``$PROMETHEUS_MULTIPROC_DIR``; without either, a no-op."""
+    path = path or os.environ.get(ENV)
+    if path:
+        multiprocess.mark_process_dead(pid, path)  # type: ignore[no-untyped-call]
 
 
 def install_worker_metrics(worker: Any, metrics: WorkerMetrics | None = None) -> WorkerMetrics:
