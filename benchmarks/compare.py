@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import shutil
@@ -169,10 +170,22 @@ def _write(args: argparse.Namespace, document: dict[str, Any], lines: list[str])
         f"{machine['cores']} cores, Redis {machine['redis_server']}"
         + (" (--quick)" if args.quick else "")
     )
-    report.chart(document["summary"], systems, chart, title)
-    if args.docs_chart is not None:
-        shutil.copyfile(chart, args.docs_chart)
-    print(f"\nwrote {args.out / 'latest.json'}, {args.out / 'latest.md'}, {chart}")
+    written = [args.out / "latest.json", args.out / "latest.md"]
+    if importlib.util.find_spec("matplotlib") is None:
+        print("matplotlib is not installed (pip install -e '.[bench]'): no chart")
+    else:
+        report.chart(document["summary"], systems, chart, title)
+        written.append(chart)
+        if args.docs_chart is not None:
+            shutil.copyfile(chart, args.docs_chart)
+            written.append(args.docs_chart)
+    print("\nwrote " + ", ".join(map(str, written)))
+
+
+def _number(value: object) -> str:
+    if isinstance(value, float):
+        return f"{int(value):,}" if value.is_integer() else f"{value:,.2f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def render(document: dict[str, Any]) -> list[str]:
@@ -201,11 +214,8 @@ def render(document: dict[str, Any]) -> list[str]:
     for workload in ("ceiling", "scale"):
         entry = next(iter(summary.get(workload, {}).values()), None)
         if entry:
-            lines += ["", f"{workload}:", ""] + [
-                f"- {k}: {v:,.2f}" if isinstance(v, float) else f"- {k}: {v}"
-                for k, v in entry.items()
-                if k != "reps"
-            ]
+            lines += ["", f"{workload}:", ""]
+            lines += [f"- {k}: {_number(v)}" for k, v in entry.items() if k != "reps"]
     goals = report.targets(summary, systems)
     if goals:
         lines += ["", "Targets (issue 6):", ""]

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -153,24 +154,30 @@ def _heartbeat_load(probe: Probe, members: int, window: float) -> Metrics:
 
 
 def scale(probe: Probe, quick: bool) -> Metrics:
-    """worqr's per-operation cost at two queue depths, and the mesh's upkeep."""
+    """worqr's per-operation cost at two queue depths (measured in alternating
+    rounds, medians), and the mesh's upkeep."""
     deep = 20_000 if quick else 1_000_000
-    count = 300 if quick else 3000
+    count, rounds = (200, 2) if quick else (2000, 3)
     probe.reset()
-    result: Metrics = {"deep": deep, "ops": count}
+    result: Metrics = {"deep": deep, "ops": count * rounds}
+    queues = {"shallow": ("depth-10", 10), "deep": (f"depth-{deep}", deep)}
+    samples: dict[str, list[float]] = defaultdict(list)
     client = worqr.Worqr(probe.url, prefix="scale")
     try:
         client.start_worker()
-        for label, depth in (("shallow", 10), ("deep", deep)):
-            queue = f"depth-{depth}"
+        for queue, depth in queues.values():
             _fill(client, queue, depth)
-            for name, value in _op_costs(probe, client, queue, count).items():
-                result[f"{label}_{name}"] = value
+        for _ in range(rounds):
+            for label, (queue, _) in queues.items():
+                for name, number in _op_costs(probe, client, queue, count).items():
+                    samples[f"{label}_{name}"].append(number)
+        for label, (queue, _) in queues.items():
             result[f"{label}_depth_after"] = client.count_tasks(queue)
     finally:
         client.close()
+    result.update({name: median(values) for name, values in samples.items()})
     probe.reset()
     members = 100 if quick else 1000
-    for name, value in _heartbeat_load(probe, members, 2.0 if quick else 10.0).items():
-        result[f"mesh_{name}"] = value
+    for name, number in _heartbeat_load(probe, members, 2.0 if quick else 10.0).items():
+        result[f"mesh_{name}"] = number
     return result

@@ -169,16 +169,17 @@ def targets(summary: Summary, systems: Sequence[str]) -> list[tuple[str, str, bo
         text = ", ".join(f"{op} {r:.2f}x" for op, r in flat)
         found.append(
             (
-                f"per-op cost at {scale.get('deep', 0):,} queued within 10% of 10",
+                f"per-op cost at {int(scale.get('deep', 0)):,} queued within 10% of 10",
                 f"server time deep/shallow: {text}",
                 all(r <= 1.10 for _, r in flat),
             )
         )
     mesh = scale.get("mesh_redis_core_pct")
+    members = int(scale.get("mesh_members", 0))
     if isinstance(mesh, int | float):
         found.append(
             (
-                f"heartbeats + reaping of {scale.get('mesh_members', 0):,} workers < 5% of a core",
+                f"heartbeats + reaping of {members:,} workers < 5% of a core",
                 f"{mesh:.2f}% of one Redis core",
                 mesh < 5,
             )
@@ -196,6 +197,18 @@ def targets(summary: Summary, systems: Sequence[str]) -> list[tuple[str, str, bo
     return found
 
 
+def _recovery_bars(summary: Summary, systems: Sequence[str]) -> list[tuple[str, float, str]]:
+    bars = []
+    for system in systems:
+        entry = summary.get("recovery", {}).get(system, {})
+        if entry.get("recovered") is True and entry.get("seconds") is not None:
+            bars.append((system, float(entry["seconds"]), f" {entry['seconds']:.1f} s"))
+        elif entry.get("recovered") is False:
+            bound = float(entry.get("bound_s", 0))
+            bars.append((system, bound, f" none in {bound:g} s"))
+    return bars
+
+
 def chart(summary: Summary, systems: Sequence[str], path: Path, title: str) -> None:
     """One horizontal bar panel per headline figure; worqr in a contrasting colour."""
     import matplotlib
@@ -203,24 +216,41 @@ def chart(summary: Summary, systems: Sequence[str], path: Path, title: str) -> N
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [*THROUGHPUT[:3], THROUGHPUT[4], THROUGHPUT[6], *COSTS[:1], *COSTS[2:4], COSTS[5]]
-    figure, axes = plt.subplots(3, 3, figsize=(12, 9))
-    for axis, column in zip(axes.flat, panels, strict=True):
-        names = [s for s in systems if value(summary, column, s) is not None]
-        numbers = [value(summary, column, s) or 0.0 for s in names]
-        colours = ["#d62728" if s == "worqr" else "#7f7f7f" for s in names]
-        axis.barh(names, numbers, color=colours)
-        axis.invert_yaxis()
-        positive = [n for n in numbers if n > 0]
-        if positive and max(positive) / min(positive) > 30:
-            axis.set_xscale("log")
+    panels = [*THROUGHPUT[:4], THROUGHPUT[4], THROUGHPUT[6], *COSTS[:1], *COSTS[2:4], COSTS[5]]
+    figure, axes = plt.subplots(4, 3, figsize=(12, 12))
+    for axis, column in zip(axes.flat, panels, strict=False):
+        bars = [
+            (s, number, f" {number:,.{column.digits}f}")
+            for s in systems
+            if (number := value(summary, column, s)) is not None and not math.isnan(number)
+        ]
         better = "higher" if column.higher_is_better else "lower"
-        axis.set_title(f"{column.label} ({better} is better)", fontsize=10)
-        axis.tick_params(labelsize=8)
-        for y, number in enumerate(numbers):
-            if not math.isnan(number):
-                axis.text(number, y, f" {number:,.{column.digits}f}", va="center", fontsize=7)
+        _bars(axis, bars, f"{column.label} ({better} is better)")
+    _bars(axes.flat[len(panels)], _recovery_bars(summary, systems), "recovery after SIGKILL, s")
+    for axis in list(axes.flat)[len(panels) + 1 :]:
+        axis.axis("off")
     figure.suptitle(title, fontsize=11)
     figure.tight_layout()
-    figure.savefig(path, dpi=72)
+    figure.savefig(path, dpi=64)
     plt.close(figure)
+
+
+def _bars(axis: Any, bars: Sequence[tuple[str, float, str]], title: str) -> None:
+    axis.set_title(title, fontsize=10)
+    if not bars:
+        axis.text(0.5, 0.5, "not measured", ha="center", va="center", transform=axis.transAxes)
+        axis.set_xticks([])
+        axis.set_yticks([])
+        return
+    names = [name for name, _, _ in bars]
+    numbers = [number for _, number, _ in bars]
+    colours = ["#d62728" if name == "worqr" else "#7f7f7f" for name in names]
+    axis.barh(names, numbers, color=colours)
+    axis.invert_yaxis()
+    positive = [n for n in numbers if n > 0]
+    if positive and max(positive) / min(positive) > 30:
+        axis.set_xscale("log")
+    axis.tick_params(labelsize=8)
+    for y, (_, number, label) in enumerate(bars):
+        axis.text(number, y, label, va="center", fontsize=7)
+    axis.margins(x=0.25)

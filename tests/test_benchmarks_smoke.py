@@ -1,0 +1,51 @@
+"""A smoke run of the benchmark harness (`python -m benchmarks.compare --quick`):
+worqr through every workload that starts workers, and every installed peer
+through the drain workload. Proves the harness runs, not how fast anything is."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PEERS = "raw-list,rq,rq-simple,arq,saq,dramatiq,celery,celery-threads,huey"
+
+
+def compare(tmp_path: Path, *args: str) -> dict[str, Any]:
+    out = tmp_path / "results"
+    command = [sys.executable, "-m", "benchmarks.compare", "--quick", "--out", str(out), *args]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=150)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    document: dict[str, Any] = json.loads((out / "latest.json").read_text())
+    failed = [(r["system"], r["workload"], r.get("error")) for r in document["runs"] if not r["ok"]]
+    assert not failed, failed
+    return document
+
+
+def test_worqr_runs_through_every_worker_workload(tmp_path: Path) -> None:
+    workloads = "enqueue,drain,latency,cost,memory,recovery"
+    document = compare(tmp_path, "--systems", "worqr", "--workloads", workloads)
+    metrics = {run["workload"]: run["metrics"] for run in document["runs"]}
+    assert sorted(metrics) == sorted(workloads.split(","))
+    drain = metrics["drain"]
+    assert drain["completed"] == drain["distinct"] == drain["n"]  # each task ran exactly once
+    assert metrics["latency"]["missing"] == 0
+    assert 0 < metrics["latency"]["p50_ms"] < 1000
+    assert metrics["enqueue"]["each_per_s"] > 0 and metrics["enqueue"]["bulk_per_s"] > 0
+    assert metrics["cost"]["client_commands"] > 0 and metrics["cost"]["worker_cpu_us"] > 0
+    assert metrics["recovery"]["recovered"] and metrics["recovery"]["seconds"] < 10
+    assert 0 <= metrics["memory"]["bytes_per_task"] < 100
+    table = (tmp_path / "results" / "latest.md").read_text()
+    assert "| worqr |" in table and "Targets (issue 6)" in table
+
+
+def test_installed_peers_drain_every_task(tmp_path: Path) -> None:
+    document = compare(tmp_path, "--systems", PEERS, "--workloads", "drain")
+    assert "raw-list" in document["systems"]  # needs only redis-py: always there
+    assert [run["system"] for run in document["runs"]] == document["systems"]
+    for run in document["runs"]:
+        drain = run["metrics"]
+        assert drain["completed"] == drain["distinct"] == drain["n"], run["system"]
