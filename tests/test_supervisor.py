@@ -53,7 +53,10 @@ PARENT = textwrap.dedent(
     policy = RestartPolicy(backoff=0.05, max_backoff=0.2, stable_after=5,
                            storm_restarts=int(sys.argv[5]), storm_window=60)
     command = lambda i: [sys.executable, child, directory, mode]
-    sys.exit(Supervisor(command, int(processes), policy=policy).run())
+    def on_exit(pid):
+        with open(f"{directory}/exits", "a") as f:
+            f.write(f"{pid}\n")
+    sys.exit(Supervisor(command, int(processes), policy=policy, on_exit=on_exit).run())
     """
 )
 
@@ -84,6 +87,10 @@ class Family:
             stderr=subprocess.PIPE,
             cwd=ROOT,
         )
+
+    def exits(self) -> list[int]:
+        path = self.dir / "exits"
+        return sorted(int(p) for p in path.read_text().split()) if path.exists() else []
 
     def pids(self) -> list[int]:
         return sorted(int(p.name) for p in self.dir.iterdir() if p.name.isdigit())
@@ -119,11 +126,13 @@ def test_restarts_a_killed_child_and_stops_cleanly(family: Family) -> None:
     wait_until(lambda: len(family.pids()) == 4, timeout=10, message="no replacement child")
     wait_until(lambda: len(family.alive()) == 3, timeout=10)
     assert first[0] not in family.alive()
+    assert family.exits() == [first[0]]  # the exit hook saw the death
 
     assert family.parent is not None
     family.parent.send_signal(signal.SIGTERM)
     assert family.parent.wait(20) == 0, family.log()
     assert family.alive() == []
+    assert family.exits() == family.pids()
     for pid in family.pids():
         if pid != first[0]:
             assert family.signals(pid) == [signal.SIGTERM]  # forwarded once each

@@ -77,7 +77,8 @@ class Supervisor:
     """Run ``command(index)`` for index 0..processes-1 and keep them running.
 
     ``command(index)`` returns the argv of child ``index``; ``env`` its
-    environment. `run()` blocks until shutdown and returns the exit code.
+    environment; ``on_exit(pid)`` is called after each child exits (e.g. to drop
+    its live metrics). `run()` blocks until shutdown and returns the exit code.
     """
 
     def __init__(
@@ -87,6 +88,7 @@ class Supervisor:
         *,
         env: Mapping[str, str] | None = None,
         policy: RestartPolicy | None = None,
+        on_exit: Callable[[int], object] | None = None,
         tick: float = 0.05,
     ) -> None:
         if processes < 1:
@@ -94,6 +96,7 @@ class Supervisor:
         self._command = command
         self._env = dict(env) if env is not None else None
         self.policy = policy or RestartPolicy()
+        self._on_exit = on_exit
         self._tick = tick
         self._slots = [_Slot(i) for i in range(processes)]
         self._signals: collections.deque[int] = collections.deque()
@@ -184,6 +187,11 @@ class Supervisor:
             slot.process = None
             if process.stdin is not None:
                 process.stdin.close()
+            if self._on_exit is not None:
+                try:
+                    self._on_exit(process.pid)
+                except Exception:
+                    logger.exception("on_exit hook failed for pid %d", process.pid)
             if self._stopping:
                 if code != 0:
                     logger.warning("worker process %d exited with %s", process.pid, _how(code))
