@@ -155,7 +155,9 @@ def latency(run: Run) -> Metrics:
 def cost(run: Run) -> Metrics:
     """Steady state with warm workers: one enqueue call per task while they work.
     Pass 1 reads Redis and worker CPU; pass 2 counts client commands (MONITOR)."""
-    n, m = run.size(5000, 200), run.size(1000, 100)
+    share = run.adapter.drain_share  # slow systems get fewer tasks, as in drain
+    n = max(200, int(run.size(5000, 200) * share))
+    m = max(100, int(run.size(1000, 100) * share))
     records = run.records("cost")
     workers = run.start_workers(records)
     producer = run.producer()

@@ -63,4 +63,5 @@ class CeleryThreadsAdapter(CeleryAdapter):
     name = "celery-threads"
     pool = "threads"
     extra = ()
+    drain_share = 0.5
     model = "celery worker --pool threads (default concurrency), 1 process per instance"
