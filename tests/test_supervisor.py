@@ -55,7 +55,7 @@ PARENT = textwrap.dedent(
     command = lambda i: [sys.executable, child, directory, mode]
     def on_exit(pid):
         with open(f"{directory}/exits", "a") as f:
-            f.write(f"{pid}\n")
+            f.write(f"{pid}\\n")
     sys.exit(Supervisor(command, int(processes), policy=policy, on_exit=on_exit).run())
     """
 )
