@@ -84,6 +84,11 @@ def ceiling(probe: Probe, quick: bool) -> Metrics:
                 pipe.rpop("ceiling")
             pipe.execute()
         result["py_pipelined_rpop"] = count / (time.perf_counter() - start)
+        for name, action in (("ping", client.ping), ("evalsha_noop", noop)):
+            before = probe.snapshot()
+            _loop_rate(action, count)
+            after = probe.snapshot()
+            result[f"redis_cpu_us_per_{name}"] = (after.cpu - before.cpu) / count * 1e6
     finally:
         client.close()
     return result
@@ -125,7 +130,7 @@ def _heartbeat_load(probe: Probe, members: int, window: float) -> Metrics:
     base = probe.snapshot()
     time.sleep(window)
     idle = probe.snapshot()
-    shared = redis.Redis.from_url(probe.url, max_connections=64)
+    shared = redis.Redis.from_url(probe.url)  # the pool grows to the threads' concurrency
     clients = [worqr.Worqr(probe.url, prefix="mesh", redis=shared) for _ in range(members)]
     try:
         for client in clients:
@@ -134,6 +139,7 @@ def _heartbeat_load(probe: Probe, members: int, window: float) -> Metrics:
         before = probe.snapshot()
         time.sleep(window)
         after = probe.snapshot()
+        connections = int(probe.client.info("clients")["connected_clients"])
         registered = len(clients[0].get_workers())
     finally:
         for client in clients:
@@ -149,6 +155,8 @@ def _heartbeat_load(probe: Probe, members: int, window: float) -> Metrics:
         "redis_core_pct": (busy_share - idle_share) * 100,
         "idle_core_pct": idle_share * 100,
         "commands_per_s": sum(commands.values()) / seconds,
+        "heartbeats_per_s": commands["evalsha"] / seconds,
+        "connections": connections,
         "reap_reads_per_s": (commands["smembers"] + commands["mget"]) / seconds,
     }
 
