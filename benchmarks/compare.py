@@ -182,6 +182,10 @@ def _write(args: argparse.Namespace, document: dict[str, Any], lines: list[str])
     print("\nwrote " + ", ".join(map(str, written)))
 
 
+def _load(loads: object) -> str:
+    return "/".join(f"{x:.2f}" for x in loads) if isinstance(loads, list | tuple) else "?"
+
+
 def _number(value: object) -> str:
     if isinstance(value, float):
         return f"{int(value):,}" if value.is_integer() else f"{value:,.2f}"
@@ -195,7 +199,8 @@ def render(document: dict[str, Any]) -> list[str]:
         f"Machine: {machine['cpu']}, {machine['cores']} cores, Linux {machine['kernel']}, "
         f"Python {machine['python']}, Redis {machine['redis_server']}, "
         f"redis-py {machine['redis_py']} (hiredis {machine['hiredis']}); "
-        f"load average at start {machine['load_average_at_start']}",
+        f"load average at start {_load(machine.get('load_average_at_start'))}, "
+        f"at end {_load(machine.get('load_average_at_end'))}",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in document["versions"].items()),
         f"Repetitions: {document['reps']} (medians){' --quick' if document['quick'] else ''}",
         "",
@@ -211,6 +216,17 @@ def render(document: dict[str, Any]) -> list[str]:
         "",
         *report.ratio_table(summary, systems, report.THROUGHPUT[:5] + report.COSTS[:4]),
     ]
+    models = document.get("models", {})
+    if models:
+        lines += [
+            "",
+            "How each system ran (W = 2 instances of this, each its own process tree):",
+            "",
+        ]
+        lines += [
+            f"- {name}: {m['workers']}; bulk: {m['bulk']}; recovery: {m['recovery']}"
+            for name, m in models.items()
+        ]
     for workload in ("ceiling", "scale"):
         entry = next(iter(summary.get(workload, {}).values()), None)
         if entry:
@@ -265,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append({**run, "rep": rep})
             _progress(run, rep)
     document["runs"] = runs
+    document["machine"]["load_average_at_end"] = os.getloadavg()
     document["summary"] = report.summarise(runs)
     document["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
     lines = render(document)
