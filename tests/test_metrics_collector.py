@@ -143,15 +143,19 @@ def test_scrape_with_redis_down_reports_instead_of_raising(prefix: str) -> None:
 
 
 def test_scrape_recovers_when_redis_comes_back(
-    make_redis: Callable[..., EmbeddedRedis], prefix: str
+    make_redis: Callable[..., EmbeddedRedis], prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     server = make_redis()
     collector = MeshCollector.from_url(server.url, prefix, timeout=0.5)
     assert value(scrape(collector), "worqr_collector_up") == 1
     server.stop()
     assert value(scrape(collector), "worqr_collector_up") == 0
+    assert value(scrape(collector), "worqr_collector_up") == 0
     server.start()
     snapshot = scrape(collector)
     assert value(snapshot, "worqr_collector_up") == 1
-    assert value(snapshot, "worqr_collector_errors_total") == 1
+    assert value(snapshot, "worqr_collector_errors_total") == 2
     collector.close()
+    # One line when the outage starts and one when it ends, not one per scrape.
+    logged = [r.getMessage() for r in caplog.records if r.name == "worqr.metrics"]
+    assert len(logged) == 2, logged

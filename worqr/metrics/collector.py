@@ -62,6 +62,7 @@ class MeshCollector(Collector):
         self.mesh = MeshKeys(prefix)
         self.max_queues = max_queues
         self.errors = 0
+        self._up = True
         self._lock = threading.Lock()  # scrapes may run concurrently (threaded server)
 
     @classmethod
@@ -89,9 +90,14 @@ class MeshCollector(Collector):
                 up = 1.0
             except Exception as error:  # a scrape must never fail: report it instead
                 self.errors += 1
-                logger.warning("metrics: reading the mesh failed: %s", type(error).__name__)
                 families = []
                 up = 0.0
+                if self._up:  # log once per outage, not once per scrape
+                    logger.warning("metrics: cannot read the mesh from Redis: %r", error)
+            else:
+                if not self._up:
+                    logger.warning("metrics: reading the mesh from Redis again")
+            self._up = bool(up)
             elapsed = time.monotonic() - started
         yield from families
         yield _gauge("worqr_collector_up", "1 if the last scrape read Redis, else 0", up)
