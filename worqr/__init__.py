@@ -7,6 +7,7 @@ their tasks to the front of the queue.
 
 from ._aclient import AsyncWorqr
 from ._client import Worqr
+from ._context import ProcessContext, Retry, current_process
 from ._errors import (
     AmbiguousResultError,
     LeaseLostError,
@@ -14,9 +15,12 @@ from ._errors import (
     RedisUnavailableError,
     WorqrError,
 )
+from ._hooks import WorkerHooks
 from ._keys import MAX_NAME_CHARS, validate_name
 from ._process import Process
 from ._settings import Settings
+from ._worker import Worker
+from ._worker_settings import WorkerSettings
 
 __all__ = [
     "MAX_NAME_CHARS",
@@ -25,10 +29,16 @@ __all__ = [
     "LeaseLostError",
     "NotStartedError",
     "Process",
+    "ProcessContext",
     "RedisUnavailableError",
+    "Retry",
     "Settings",
+    "Worker",
+    "WorkerHooks",
+    "WorkerSettings",
     "Worqr",
     "WorqrError",
+    "current_process",
     "validate_name",
 ]
 

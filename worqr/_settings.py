@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ._keys import validate_name
+
+T = TypeVar("T")
+
+
+def with_overrides(settings: T, **overrides: Any) -> T:
+    """``settings`` with every override that is not None (validated again)."""
+    given = {name: value for name, value in overrides.items() if value is not None}
+    return dataclasses.replace(settings, **given) if given else settings  # type: ignore[type-var]
 
 
 def _positive(name: str, value: float) -> None:

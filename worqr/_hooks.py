@@ -1,0 +1,32 @@
+"""Observability hooks of the worker runtime.
+
+The runtime calls these; metrics (`worqr.metrics`) implement them. The runtime
+never imports prometheus_client. Every started process ends in exactly one of
+finished, failed, retried, cancelled or fenced.
+"""
+
+from __future__ import annotations
+
+
+class WorkerHooks:
+    """No-op base: subclass and override what you need."""
+
+    def on_started(self, queue: str) -> None: ...
+
+    def on_finished(self, queue: str, seconds: float) -> None: ...
+
+    def on_failed(self, queue: str, seconds: float) -> None: ...
+
+    def on_retried(self, queue: str) -> None:
+        """The task went back to the front (worqr.Retry, or a stop ran out of grace)."""
+
+    def on_cancelled(self, queue: str) -> None: ...
+
+    def on_fenced(self, queue: str) -> None:
+        """The process was no longer ours (lease lost, or the queue was deleted)."""
+
+    def on_lease_lost(self) -> None: ...
+
+    def on_dequeue(self, queue: str, asked: int, got: int) -> None: ...
+
+    def on_wakeup(self, queue: str) -> None: ...
