@@ -3,15 +3,17 @@ peers failed and their tasks recovered, heartbeat failures, Redis outages."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import redis
 from helpers import wait_until
 from prometheus_client import CollectorRegistry
 
-from worqr import Settings, Worqr
+from worqr import Retry, Settings, Worker, Worqr, current_process
 from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis
+from worqr.metrics import install_worker_metrics
 from worqr.metrics.worker import WorkerMetrics
 
 
@@ -108,7 +110,7 @@ def test_hooks_count_by_queue_and_the_gauge_follows_running_tasks() -> None:
     metrics.on_dequeue("mail", 4, 0)
     metrics.on_dequeue("mail", 4, 3)
     assert value("worqr_tasks_started_total", queue="mail") == 5
-    assert value("worqr_tasks_in_process", queue="mail") == 1
+    assert value("worqr_tasks_in_process", queue="mail") == 0  # each ended one way
     assert value("worqr_task_duration_seconds_count", queue="mail") == 2
     assert value("worqr_task_duration_seconds_bucket", queue="mail", le="0.005") == 1
     assert value("worqr_task_duration_seconds_bucket", queue="mail", le="2.5") == 2
@@ -117,3 +119,62 @@ def test_hooks_count_by_queue_and_the_gauge_follows_running_tasks() -> None:
     assert value("worqr_dequeues_total", queue="mail", result="tasks") == 1
     for name in ("failed", "retried", "cancelled", "fenced"):
         assert value(f"worqr_tasks_{name}_total", queue="mail") == 1
+
+
+def test_a_real_worker_counts_every_outcome_and_agrees_with_redis(
+    redis_url: str, prefix: str
+) -> None:
+    registry = CollectorRegistry()
+    value = reader(registry)
+    worker = Worker(redis_url, prefix=prefix, concurrency=4)
+    release = threading.Event()
+    retried: set[str] = set()
+
+    @worker.handler("jobs")
+    def handle(task: str) -> None:
+        if task == "fail":
+            raise RuntimeError("boom")
+        if task == "retry" and task not in retried:
+            retried.add(task)
+            raise Retry()
+        if task == "hang":
+            current_process().cancelled.wait(10)
+            return
+        release.wait(10)
+
+    metrics = install_worker_metrics(worker, WorkerMetrics(registry))
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        assert worker.wait_started(10)
+        assert value("worqr_registrations_total") == 1
+        with Worqr(redis_url, prefix=prefix) as client:
+            client.enqueue_many("jobs", ["ok1", "ok2", "fail", "retry", "hang"])
+            # ok1, ok2, hang and the second run of retry hold all 4 slots
+            wait_until(lambda: value("worqr_tasks_in_process", queue="jobs") == 4)
+            assert client.cancel_tasks("jobs", "hang") == 1
+            release.set()
+            wait_until(lambda: value("worqr_tasks_finished_total", queue="jobs") == 3)
+            wait_until(lambda: value("worqr_tasks_cancelled_total", queue="jobs") == 1)
+            stats = client.get_stats("jobs")
+        assert value("worqr_tasks_in_process", queue="jobs") == 0
+        assert value("worqr_tasks_started_total", queue="jobs") == 6  # retry ran twice
+        assert value("worqr_tasks_failed_total", queue="jobs") == 1
+        assert value("worqr_tasks_retried_total", queue="jobs") == 1
+        assert value("worqr_tasks_fenced_total", queue="jobs") == 0
+        assert value("worqr_task_duration_seconds_count", queue="jobs") == 4  # finished + failed
+        # The worker's own counts agree with the scripts' counters in Redis.
+        assert stats["finished"] == value("worqr_tasks_finished_total", queue="jobs")
+        assert stats["cancelled"] == value("worqr_tasks_cancelled_total", queue="jobs")
+        assert stats["failed"] == value("worqr_tasks_failed_total", queue="jobs")
+        assert stats["stopped"] == value("worqr_tasks_retried_total", queue="jobs")
+        assert stats["dequeued"] == value("worqr_tasks_started_total", queue="jobs")
+        assert value("worqr_notifications_total", queue="jobs") >= 1
+        got = value("worqr_dequeues_total", queue="jobs", result="tasks")
+        assert got + value("worqr_dequeues_total", queue="jobs", result="empty") >= 1
+        assert got >= 1
+        assert metrics.finished is not None
+    finally:
+        release.set()
+        worker.stop()
+        thread.join(timeout=15)

@@ -15,6 +15,8 @@ from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
+from .._hooks import WorkerHooks
+
 DURATION_BUCKETS = (
     0.001,
     0.0025,
@@ -40,9 +42,10 @@ DURATION_BUCKETS = (
 Q = ("queue",)
 
 
-class WorkerMetrics:
-    """The metrics of one worker process; also a worker hooks object and a client
-    observer (pass ``metrics.observe`` to ``add_observer``).
+class WorkerMetrics(WorkerHooks):
+    """The metrics of one worker process: worker hooks (every started process
+    ends in exactly one of finished, failed, retried, cancelled or fenced) and a
+    client observer (pass ``metrics.observe`` to ``add_observer``).
 
     Create one per process (see `worker_metrics`): in multiprocess mode two
     instances in one process would overwrite each other's values.
@@ -160,7 +163,8 @@ class WorkerMetrics:
         self.cancelled.labels(queue).inc()
 
     def on_fenced(self, queue: str) -> None:
-        self.fenced.labels(self._seen(queue)).inc()
+        self._ended(queue, None)
+        self.fenced.labels(queue).inc()
 
     def on_lease_lost(self) -> None:
         """Counted from the client's "lease_lost" event instead (see `observe`)."""
