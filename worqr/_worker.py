@@ -220,7 +220,7 @@ class Worker:
             for task in pullers:
                 task.cancel()
             await asyncio.gather(*pullers, return_exceptions=True)
-            await self._drain(client)
+            await self._drain()
         finally:
             self._stopping = True
             for task in pullers:
@@ -369,7 +369,7 @@ class Worker:
             self._notify(lambda h: h.on_fenced(queue))
             return
         if running.reason == "shutdown":
-            await self._ack(client.stop_process, process)
+            # Deregistering returns every unfinished task at once, oldest first.
             self._notify(lambda h: h.on_retried(queue))
             return
         error = None if inner.cancelled() else inner.exception()
@@ -446,9 +446,9 @@ class Worker:
                     if not alive:
                         self._stop_process_handler(pid, "cancel")
 
-    async def _drain(self, client: AsyncWorqr) -> None:
+    async def _drain(self) -> None:
         """Graceful stop: wait for handlers up to the grace period, then stop the
-        rest; their tasks go back to the front of their queues."""
+        rest; deregistering puts their tasks back at the front, oldest first."""
         assert self._stop_now is not None
         if self._process_tasks and not self._stop_now.is_set():
             logger.info(
@@ -468,10 +468,9 @@ class Worker:
             # Async handlers end at once; sync ones that watch `cancelled` soon.
             await asyncio.wait(set(self._process_tasks), timeout=1.0)
         for running in list(self._running.values()):
-            # Sync handlers that ignore `cancelled` keep their thread; their tasks
-            # go back now (at-least-once: the thread may still finish its work).
+            # Sync handlers that ignore `cancelled` keep their thread; deregistering
+            # returns their tasks anyway (at-least-once: the thread may still finish).
             self._running.pop(running.process.id, None)
-            await self._ack(client.stop_process, running.process)
             self._notify(partial(_retried, running.process.queue))
 
 
