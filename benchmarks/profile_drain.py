@@ -23,7 +23,7 @@ from pathlib import Path
 
 from worqr.embedded import EmbeddedRedis
 
-from .adapters.worqr_bench import WorqrAdapter, runtime_available
+from .adapters.worqr_bench import WorqrAdapter, WorqrAsyncAdapter
 from .harness import Probe, Records, Workers, cpu_seconds, descendants, python
 from .record import index_arg
 from .workloads import ROOT
@@ -80,12 +80,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--handler", choices=("sync", "async", "raw"), default="sync")
+    parser.add_argument(
+        "--wall",
+        action="store_true",
+        help="sample every non-idle thread (waits on sockets count) instead of GIL holders",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     spy = shutil.which("py-spy") or str(Path(python()).with_name("py-spy"))
     workdir = Path(tempfile.mkdtemp(prefix="worqr-profile-"))
     records = Records(workdir / "records")
-    mode = "worqr.Worker" if runtime_available() else "raw client loop"
+    adapter = WorqrAsyncAdapter() if args.handler == "async" else WorqrAdapter()
+    adapter.mode = "raw" if args.handler == "raw" else adapter.mode
+    mode = adapter.model
     with EmbeddedRedis() as server:
         probe = Probe(server.url)
         producer = WorqrAdapter().producer(server.url)
@@ -95,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         env.update(BENCH_RECORD_DIR=str(records.directory), BENCH_HOLD_SECONDS="0")
         commands = [
             [spy, "record", "--nonblocking", "--format", "raw", "--rate", str(args.rate),
-             "-o", str(workdir / f"profile-{i}.txt"), "--", *WorqrAdapter().worker_command("")]
+             *([] if args.wall else ["--gil"]),
+             "-o", str(workdir / f"profile-{i}.txt"), "--", *adapter.worker_command("")]
             for i in range(args.workers)
         ]  # fmt: skip
         workers = Workers(commands, env, workdir, cwd=ROOT)
@@ -137,9 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     total = max(1, found.total)
     lines += [
         "",
-        f"py-spy at {args.rate}/s: {found.total} samples of non-idle threads "
-        f"(a thread blocked reading a Redis reply counts as busy); "
-        f"{found.startup} more in start-up imports, left out",
+        f"py-spy at {args.rate}/s: {found.total} samples "
+        + (
+            "of non-idle threads (a thread blocked reading a Redis reply counts as busy); "
+            if args.wall
+            else "of the thread holding the GIL (Python CPU time); "
+        )
+        + f"{found.startup} more in start-up imports, left out",
         "",
     ]
     lines += ["own samples:"] + [f"  {c / total:6.1%}  {name}" for name, c in found.own]

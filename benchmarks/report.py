@@ -124,7 +124,7 @@ def targets(summary: Summary, systems: Sequence[str]) -> list[tuple[str, str, bo
         return float(found) if isinstance(found, int | float) else None
 
     found: list[tuple[str, str, bool | None]] = []
-    peers = [s for s in systems if s not in ("worqr", "raw-list")]
+    peers = [s for s in systems if s not in ("worqr", "worqr-async", "raw-list")]
     drain = get("drain", "worqr", "rate")
     best = max(((get("drain", p, "rate") or 0.0, p) for p in peers), default=(0.0, ""))
     if drain is not None and best[0] > 0:

@@ -11,6 +11,7 @@ from .base import Adapter
 # name -> (module, class, top-level packages it needs)
 SYSTEMS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "worqr": ("worqr_bench", "WorqrAdapter", ("worqr",)),
+    "worqr-async": ("worqr_bench", "WorqrAsyncAdapter", ("worqr",)),
     "raw-list": ("rawlist_bench", "RawListAdapter", ("redis",)),
     "rq": ("rq_bench", "RQAdapter", ("rq",)),
     "rq-simple": ("rq_bench", "RQSimpleAdapter", ("rq",)),

@@ -1,10 +1,13 @@
-"""worqr: `Worqr.enqueue` / `enqueue_many`; workers use `worqr.Worker` when the
-runtime is installed, else a loop on the raw client (``BENCH_WORQR_MODE=raw``
-forces it): pub/sub wake-up, `dequeue_many`, handler, `finish_process`."""
+"""worqr: `Worqr.enqueue` / `enqueue_many`; workers are `worqr.Worker` with its
+defaults (concurrency 8) and a sync handler, as the README shows; `worqr-async`
+runs an async handler instead. ``--mode raw`` (or a worqr without the runtime)
+runs a loop on the bare client: pub/sub wake-up, `dequeue_many`, `finish_process`.
+"""
 
 from __future__ import annotations
 
-import os
+import argparse
+import asyncio
 import signal
 import threading
 import time
@@ -20,7 +23,7 @@ RAW_BATCH = 10  # tasks a raw worker takes per dequeue (like a prefetch)
 
 
 def runtime_available() -> bool:
-    return hasattr(worqr, "Worker") and os.environ.get("BENCH_WORQR_MODE") != "raw"
+    return hasattr(worqr, "Worker")
 
 
 class WorqrProducer(SyncProducer):
@@ -40,24 +43,31 @@ class WorqrProducer(SyncProducer):
 class WorqrAdapter(Adapter):
     name = "worqr"
     distributions = ("worqr",)
+    mode = "sync"
     bulk_api = "Worqr.enqueue_many (1,000 tasks per script call)"
     recovery_note = "peers fail a dead worker once its lease (ttl 3 s) expires"
 
     @property
     def model(self) -> str:  # type: ignore[override]
-        if runtime_available():
-            return "worqr.Worker, 1 process per instance"
-        return f"raw Worqr client loop (dequeue_many {RAW_BATCH}), 1 process per instance"
+        if not runtime_available() or self.mode == "raw":
+            return f"raw Worqr client loop (dequeue_many {RAW_BATCH}), 1 process per instance"
+        kind = "async handler" if self.mode == "async" else "sync handler in its thread pool"
+        return f"worqr.Worker (concurrency 8, {kind}), 1 process per instance"
 
     def producer(self, url: str) -> WorqrProducer:
         return WorqrProducer(url)
 
     def worker_command(self, url: str) -> list[str]:
-        return self.module_command(__name__)
+        return self.module_command(__name__, "--mode", self.mode)
+
+
+class WorqrAsyncAdapter(WorqrAdapter):
+    name = "worqr-async"
+    mode = "async"
 
 
 def run_raw() -> None:
-    """A worker on the bare client: the stand-in until the runtime exists."""
+    """A worker on the bare client (the stand-in from before the runtime)."""
     client = worqr.Worqr(redis_url())
     stop = threading.Event()
     wake = threading.Event()
@@ -84,20 +94,33 @@ def run_raw() -> None:
     client.close()
 
 
-def run_runtime() -> None:
-    worker = worqr.Worker(redis_url())  # type: ignore[attr-defined]
+def run_runtime(mode: str) -> None:
+    worker = worqr.Worker(redis_url())
 
-    @worker.handler(QUEUE)  # type: ignore[misc]
-    def task(process: Any) -> None:
-        hold = record(process.task)
-        if hold:
-            time.sleep(hold)
+    if mode == "async":
+
+        @worker.handler(QUEUE)
+        async def run_async(task: str) -> None:
+            hold = record(task)
+            if hold:
+                await asyncio.sleep(hold)
+
+    else:
+
+        @worker.handler(QUEUE)
+        def run_sync(task: str) -> None:
+            hold = record(task)
+            if hold:
+                time.sleep(hold)
 
     worker.run()
 
 
 if __name__ == "__main__":
-    if runtime_available():
-        run_runtime()
-    else:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", choices=("sync", "async", "raw"), default="sync")
+    mode = parser.parse_args().mode
+    if mode == "raw" or not runtime_available():
         run_raw()
+    else:
+        run_runtime(mode)
