@@ -252,7 +252,24 @@ def test_every_dashboard_query_returns_data(tmp_path: Path, mesh: Mesh) -> None:
         # A worker dies holding tasks: a peer fails it and recovers them; the
         # supervisor would mark it dead and start a replacement.
         with Worqr(mesh.url, prefix=mesh.prefix) as client:
-            wait_until(lambda: client.count_processes(QUEUES[0]) > 0, timeout=10)
+
+            def worker_id() -> str | None:
+                for worker in client.get_workers():
+                    if client.get_worker_info(worker).get("pid") == str(first.pid):
+                        return worker
+                return None
+
+            first_id = wait_until(worker_id, timeout=10)
+
+            def frozen_holding_tasks() -> bool:
+                # Frozen, it cannot finish what it holds between the check and the kill.
+                first.send_signal(signal.SIGSTOP)
+                if any(client.count_worker_processes(q, first_id) for q in QUEUES):
+                    return True
+                first.send_signal(signal.SIGCONT)
+                return False
+
+            wait_until(frozen_holding_tasks, timeout=10, interval=0.02)
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=10)
         mark_dead(first.pid, str(mesh.metrics_dir))
