@@ -221,6 +221,7 @@ class Mesh:
             self.producer.join(timeout=10)
         for process in [*self.workers, self.exporter]:
             if process.poll() is None:
+                process.send_signal(signal.SIGCONT)  # in case a failed test left it frozen
                 process.send_signal(signal.SIGTERM)
         for process in [*self.workers, self.exporter]:
             try:
