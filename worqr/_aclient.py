@@ -17,7 +17,7 @@ from redis.asyncio.client import PubSub
 from redis.commands.core import AsyncScript
 from tenacity import AsyncRetrying
 
-from ._calls import Plan, Request, Subscribe
+from ._calls import Plan, Request, Subscribe, may_resend
 from ._client import settings_from
 from ._connect import check_client, command_options, resolve_url, subscriber_options
 from ._core import Callback, Core, Observer
@@ -88,6 +88,11 @@ class AsyncWorqr:
             return stop.value  # type: ignore[no-any-return]
 
     async def _execute(self, request: Request, deadline: float) -> Any:
+        try:  # the fast path: most calls succeed at once, without a retry loop
+            return await self._execute_once(request)
+        except Exception as error:
+            if deadline <= 0 or not may_resend(request, error):
+                raise final_error(request, error) from error
         try:
             async for attempt in AsyncRetrying(**tenacity_options(request, deadline)):
                 with attempt:

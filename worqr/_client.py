@@ -16,7 +16,7 @@ from redis.client import PubSub
 from redis.commands.core import Script
 from tenacity import Retrying
 
-from ._calls import Plan, Request, Subscribe
+from ._calls import Plan, Request, Subscribe, may_resend
 from ._connect import check_client, command_options, resolve_url, subscriber_options
 from ._core import Callback, Core, Observer
 from ._process import Process
@@ -96,6 +96,11 @@ class Worqr:
             return stop.value  # type: ignore[no-any-return]
 
     def _execute(self, request: Request, deadline: float) -> Any:
+        try:  # the fast path: most calls succeed at once, without a retry loop
+            return self._execute_once(request)
+        except Exception as error:
+            if deadline <= 0 or not may_resend(request, error):
+                raise final_error(request, error) from error
         try:
             for attempt in Retrying(**tenacity_options(request, deadline)):
                 with attempt:

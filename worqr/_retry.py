@@ -14,7 +14,7 @@ from typing import Any
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError, ResponseError
 from redis.retry import Retry
-from tenacity import retry_if_exception, stop_after_delay, wait_exponential_jitter
+from tenacity import retry_if_exception, stop_after_delay, wait_exponential, wait_random
 
 from ._calls import Call, Request, is_connection_error, may_resend, never_sent
 from ._errors import AmbiguousResultError, RedisUnavailableError
@@ -33,7 +33,9 @@ def tenacity_options(request: Request, deadline: float) -> dict[str, Any]:
     return {
         "retry": retry_if_exception(lambda error: may_resend(request, error)),
         "stop": stop_after_delay(deadline),
-        "wait": wait_exponential_jitter(initial=0.02, max=1.0),
+        # 20 ms doubling to 1 s, plus up to 20 ms of jitter. (Not wait_exponential_jitter:
+        # its `initial` is deprecated in tenacity 9.2 and `multiplier` is missing in 8.x.)
+        "wait": wait_exponential(multiplier=0.02, max=1.0) + wait_random(0, 0.02),
         "reraise": True,
     }
 
@@ -77,7 +79,7 @@ class OutageLog:
             self.since = time.monotonic()
             if self.emit is not None:
                 self.emit("redis_down", what=self.what, error=type(error).__name__)
-            if isinstance(error, RedisError | OSError):
+            if isinstance(error, RedisError | OSError | RedisUnavailableError):
                 logger.warning("%s: Redis unreachable (%s); retrying", self.what, error)
             else:
                 logger.exception("%s failed; retrying", self.what, exc_info=error)
