@@ -1,0 +1,1 @@
+"""The small application docker-compose.yml runs (see `deploy.app`)."""
