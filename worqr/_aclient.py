@@ -8,7 +8,7 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -28,6 +28,23 @@ from ._settings import Settings
 
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
+
+
+async def honour_cancel(call: Awaitable[T]) -> T:
+    """Await ``call``, and raise CancelledError if this task was cancelled
+    meanwhile even when ``call`` swallowed the cancellation.
+
+    redis-py sends each command under ``asyncio.wait_for``, which on Python 3.11
+    returns normally when a cancel arrives as the write completes (cpython
+    gh-86296). A loop stopped with ``task.cancel()`` (heartbeat, listener, a
+    worker's puller) would then run on and its owner would wait forever.
+    """
+    task = asyncio.current_task()
+    before = task.cancelling() if task is not None else 0
+    result = await call
+    if task is not None and task.cancelling() > before:
+        raise asyncio.CancelledError
+    return result
 
 
 class AsyncWorqr:
@@ -102,6 +119,9 @@ class AsyncWorqr:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _execute_once(self, request: Request) -> Any:
+        return await honour_cancel(self._send(request))
+
+    async def _send(self, request: Request) -> Any:
         if isinstance(request, Subscribe):
             pubsub = self._ensure_listener()
             if request.add:
@@ -273,7 +293,7 @@ class AsyncWorqr:
             wait = min(0.25, max(0.0, next_poll - time.monotonic()))
             try:
                 if pubsub.subscribed:
-                    message = await pubsub.get_message(timeout=wait)
+                    message = await honour_cancel(pubsub.get_message(timeout=wait))
                 else:
                     message = None
                     await asyncio.sleep(wait)
