@@ -66,6 +66,16 @@ def positive_float(value: str) -> float:
     return number
 
 
+def non_negative_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0 <= number < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {value}")
+    return number
+
+
 def port_number(value: str) -> int:
     number = positive_int(value)
     if number > 65535:

@@ -22,6 +22,7 @@ from ._cli_base import (
     EXIT_USAGE,
     CliError,
     add_connection_options,
+    non_negative_float,
     port_number,
     positive_float,
     positive_int,
@@ -133,16 +134,18 @@ def _add_worker(commands: argparse._SubParsersAction[Parser]) -> None:
     parser.add_argument(
         "--metrics-port",
         type=port_number,
-        help="serve Prometheus metrics on this port (accepted; not served yet: "
-        "metrics arrive in a later release)",
+        help="serve Prometheus metrics of every process on http://HOST:PORT/metrics",
     )
     parser.add_argument(
         "--metrics-host",
         default="127.0.0.1",
-        help="address for --metrics-port (accepted; not served yet)",
+        help="address for --metrics-port (default: 127.0.0.1)",
     )
     parser.add_argument(
-        "--grace", type=positive_float, help="seconds running handlers get on shutdown"
+        "--grace",
+        type=non_negative_float,
+        help="seconds running handlers get to finish on SIGTERM before their tasks go "
+        "back to the front of their queues (default: the Worker's, 30)",
     )
     parser.add_argument("--log-level", default="INFO", help="logging level (default: INFO)")
     # Hidden: faster failover in tests and the demo, and the supervisor's child mode.
@@ -150,6 +153,8 @@ def _add_worker(commands: argparse._SubParsersAction[Parser]) -> None:
     parser.add_argument("--heartbeat", type=positive_float, help=argparse.SUPPRESS)
     parser.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--process-index", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--url-from-env", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--metrics-child", action="store_true", help=argparse.SUPPRESS)
 
 
 def _add_admin(commands: argparse._SubParsersAction[Parser]) -> None:
