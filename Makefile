@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Lint only the source directories that exist yet.
-SRC_DIRS := $(wildcard worqr tests examples benchmarks)
+SRC_DIRS := $(wildcard worqr tests examples benchmarks deploy)
 
 .PHONY: venv test lint demo bench clean
 
