@@ -71,7 +71,9 @@ class AsyncWorqr:
         self._own_redis = redis is None
         self._own_subscriber = subscriber is None
         if redis is None:
-            redis = aioredis.Redis.from_url(self._url, **command_options(self.settings))
+            redis = aioredis.Redis.from_url(
+                self._url, **command_options(self.settings, asynchronous=True)
+            )
         else:
             check_client(redis, "redis")
         if subscriber is not None:
@@ -278,7 +280,7 @@ class AsyncWorqr:
         if self._pubsub is None:
             if self._subscriber is None:
                 self._subscriber = aioredis.Redis.from_url(
-                    self._url, **subscriber_options(self.settings)
+                    self._url, **subscriber_options(self.settings, asynchronous=True)
                 )
             self._pubsub = self._subscriber.pubsub()
             self._spawn(self._listen_loop(), "worqr-listener")

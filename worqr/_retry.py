@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError, ResponseError
 from redis.retry import Retry
@@ -23,8 +24,12 @@ from ._scripts import translate
 logger = logging.getLogger("worqr")
 
 
-def no_redis_retries() -> Retry:
-    return Retry(NoBackoff(), 0)
+def no_redis_retries(asynchronous: bool = False) -> Retry | AsyncRetry:
+    """redis-py's retry object that never resends. An asyncio client needs the
+    asyncio class: given the sync one, it never runs the failure callback that
+    reconnects a broken pub/sub connection (which then stays broken until the
+    next health check)."""
+    return AsyncRetry(NoBackoff(), 0) if asynchronous else Retry(NoBackoff(), 0)
 
 
 def tenacity_options(request: Request, deadline: float) -> dict[str, Any]:
