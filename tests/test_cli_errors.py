@@ -3,12 +3,14 @@ non-zero exit code, never a traceback."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from cli_helpers import run_cli
+from cli_helpers import cli_env, run_cli
 
 from worqr.embedded import free_port
 
@@ -100,3 +102,54 @@ def test_wrong_password_is_one_line(redis_url: str) -> None:
     result = run_cli("status", "--url", url, *FAST)
     assert_one_line_error(result, 1, "worqr status: error:")
     assert "secret" not in result.stderr  # never echo a password
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def app_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """PYTHONPATH with the tests' worker module and a module that fails to import."""
+    extra = tmp_path_factory.mktemp("apps")
+    (extra / "broken_app.py").write_text("raise RuntimeError('config file missing')\n")
+    (extra / "needs_missing_dep.py").write_text("import no_such_dependency_xyz\n")
+    return cli_env(PYTHONPATH=f"{TESTS}{os.pathsep}{extra}")
+
+
+@pytest.mark.parametrize(
+    ("target", "options", "fragment"),
+    [
+        ("no_such_module:worker", [], "no module named 'no_such_module'"),
+        ("cli_worker_app", [], "expected MODULE:ATTR (e.g. app:worker), got 'cli_worker_app'"),
+        ("cli_worker_app:nope", [], "'cli_worker_app' has no attribute 'nope'"),
+        ("cli_worker_app:not_a_worker", [], "is a int, not a worqr.Worker"),
+        ("cli_worker_app:empty", [], "has no handlers"),
+        ("broken_app:worker", [], "importing 'broken_app' failed: RuntimeError: config file"),
+        ("needs_missing_dep:worker", [], "No module named 'no_such_dependency_xyz'"),
+        ("cli_worker_app:worker", ["--ttl", "1", "--heartbeat", "2"], "must be shorter than ttl"),
+        ("cli_worker_app:worker", ["--url", "http://example.com"], "bad Redis URL"),
+        ("cli_worker_app:worker", ["--log-level", "LOUD"], "unknown --log-level 'LOUD'"),
+        # With several processes the parent checks everything before starting any.
+        ("no_such_module:worker", ["--processes", "3"], "no module named 'no_such_module'"),
+    ],
+)
+def test_worker_errors(
+    target: str, options: list[str], fragment: str, app_env: dict[str, str]
+) -> None:
+    result = run_cli("worker", target, *options, env=app_env)
+    assert_one_line_error(result, 2, "worqr worker: error:", fragment)
+
+
+def test_worker_metrics_port_taken(
+    taken_port: int, app_env: dict[str, str], redis_url: str
+) -> None:
+    result = run_cli(
+        "worker",
+        "cli_worker_app:worker",
+        "--url",
+        redis_url,
+        "--metrics-port",
+        str(taken_port),
+        env=app_env,
+    )
+    assert_one_line_error(result, 1, "cannot serve metrics on 127.0.0.1")

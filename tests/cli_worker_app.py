@@ -1,0 +1,67 @@
+"""A worker module for the CLI's end-to-end tests (`worqr worker cli_worker_app:worker`).
+
+Every handler reports what it does as ``"<event> <name> <pid>"`` entries on the
+Redis list ``<record>:events`` ($CLI_TEST_RECORD), so a test can tell which
+process started, finished or saw the cancellation of each task.
+
+Tasks of "jobs" are ``quick:<name>`` (finish at once) or ``hold:<name>`` (run
+until the key ``<record>:release`` exists, or until cancelled). Tasks of the
+persistent queue "sessions" run until cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import redis
+
+import worqr
+
+RECORD = os.environ.get("CLI_TEST_RECORD", "cli-test")
+
+worker = worqr.Worker()
+empty = worqr.Worker()  # no handlers: `worqr worker` refuses it
+not_a_worker = 42
+
+_client: redis.Redis | None = None
+
+
+def make_worker() -> worqr.Worker:
+    """MODULE:ATTR may name a function that returns the Worker."""
+    return worker
+
+
+def _redis() -> redis.Redis:
+    global _client
+    if _client is None:
+        _client = redis.Redis.from_url(worker.url or os.environ["WORQR_REDIS_URL"])
+    return _client
+
+
+def record(event: str, name: str) -> None:
+    _redis().rpush(f"{RECORD}:events", f"{event} {name} {os.getpid()}")
+
+
+@worker.handler("jobs")
+def job(task: str) -> None:
+    kind, _, name = task.partition(":")
+    record("started", name)
+    if kind == "hold":
+        cancelled = worqr.current_process().cancelled
+        while not _redis().exists(f"{RECORD}:release"):
+            if cancelled.wait(0.02):
+                record("cancelled", name)
+                return
+    record("done", name)
+
+
+@worker.handler("sessions", persistent=True)
+async def session(task: str) -> None:
+    record("started", task)
+    try:
+        while True:
+            await asyncio.sleep(0.05)
+    except asyncio.CancelledError:
+        record("cancelled", task)
+        raise
