@@ -153,3 +153,13 @@ def test_worker_metrics_port_taken(
         env=app_env,
     )
     assert_one_line_error(result, 1, "cannot serve metrics on 127.0.0.1")
+
+
+def test_demo_against_an_unreachable_redis(dead_url: str) -> None:
+    result = run_cli("demo", "--url", dead_url)
+    assert_one_line_error(result, 1, "worqr demo: error:", "Connection refused")
+    assert result.stdout == ""  # it stopped before starting anything
+
+
+def test_demo_with_a_bad_url() -> None:
+    assert_one_line_error(run_cli("demo", "--url", "http://example.com"), 2, "bad Redis URL")

@@ -25,7 +25,7 @@ import redis as redis_py
 from redis.exceptions import RedisError
 
 from . import _demo_handlers as handlers
-from ._cli_base import EXIT_FAILURE, EXIT_OK, CliError
+from ._cli_base import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliError
 from ._client import Worqr
 from ._demo_progress import Progress, make_progress
 from ._demo_summary import Tally, account, metrics_line, metrics_url
@@ -264,9 +264,14 @@ def run_demo(args: argparse.Namespace) -> int:
     with _redis_for(args) as (url, where):
         demo = Demo(args, out)
         demo.url = url
-        settings = Settings(prefix=demo.prefix, retry_deadline=5.0)
-        with Worqr(url, settings=settings) as client, redis_py.Redis.from_url(url) as raw:
+        settings = Settings(prefix=demo.prefix, retry_deadline=3.0)
+        try:
+            client, raw = Worqr(url, settings=settings), redis_py.Redis.from_url(url)
+        except ValueError as error:  # redis-py's verdict on a malformed URL
+            raise CliError(f"bad Redis URL: {error}", EXIT_USAGE) from None
+        with client, raw:
             demo.client, demo.redis = client, raw
+            client.get_queues()  # Redis must answer before any worker process starts
             try:
                 return _run(demo, where, began)
             finally:
