@@ -68,6 +68,9 @@ class Core:
         self._channels: dict[str, tuple[str, str]] = {}  # channel -> (queue, "events"|"wake")
         self._registered: dict[str, float] = {}  # queue -> when it was last added to registry
         self._calls = itertools.count(1)
+        # Set while deregistering: a heartbeat that finds the alive key gone then
+        # sees our own goodbye, not a lease lost to peers, and must not re-register.
+        self._leaving = False
 
     def emit(self, event: str, **fields: Any) -> None:
         for observer in self.observers:
@@ -256,6 +259,7 @@ class Core:
     def start_worker(self) -> Plan[str]:
         if self.worker_id is not None:
             return self.worker_id
+        self._leaving = False
         worker = yield from self._register()
         self.worker_id = worker
         return worker
@@ -462,7 +466,10 @@ class Core:
 
     def heartbeat(self) -> Plan[str]:
         """One heartbeat: "ok", "reaped" (this worker reaped the mesh this
-        interval) or "recovered" (the lease was lost; re-registered)."""
+        interval), "recovered" (the lease was lost; re-registered) or "leaving"
+        (the worker is deregistering: nothing to refresh)."""
+        if self._leaving:
+            return "leaving"
         worker = self.require_worker()
         sent = time.monotonic()
         reply = yield script(
@@ -471,6 +478,8 @@ class Core:
             (worker, self.settings.ttl_ms, self.settings.heartbeat_ms),
         )
         if reply == -1:
+            if self._leaving:  # deregistering deleted the alive key meanwhile
+                return "leaving"
             yield from self._recover_lease(worker)
             return "recovered"
         self.last_heartbeat = sent
@@ -546,6 +555,7 @@ class Core:
         worker = self.worker_id
         if worker is None:
             return
+        self._leaving = True
         for queue in sorted(self.working):
             yield from self._requeue_owned(self.mesh.queue(queue), worker, "leave")
             yield from self._unsubscribe_wake(self.mesh.queue(queue), worker)
