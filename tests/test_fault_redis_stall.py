@@ -34,14 +34,18 @@ def test_redis_stall_longer_than_ttl(
     client = redis.Redis.from_url(server.url)
     checker = Checker(client, prefix)
     log = tmp_path / "executions.jsonl"
-    tasks = [f"t{i}" for i in range(400)]
+    # Long tasks first, so some processes certainly outlive the stall; the rest
+    # end during it and race their finish against the lease check on resume.
+    longs = [f"L{i}" for i in range(PROCESSES)]
+    tasks = longs + [f"t{i}" for i in range(400)]
     stall = 2 * TTL
     with meshes(tmp_path, server.url, prefix) as made, worqr.Worqr(server.url, prefix=prefix) as wq:
         mesh = new_mesh(made, tmp_path, server.url, prefix).start(PROCESSES, *TIMING)
         wait_until(lambda: len(wq.get_workers()) == PROCESSES, timeout=30)
-        wq.enqueue_many(QUEUE, [f"{t}:{rng.randint(20, 200)}" for t in tasks])
+        wq.enqueue_many(QUEUE, [f"{t}:{rng.randint(3000, 3500)}" for t in longs])
+        wq.enqueue_many(QUEUE, [f"{t}:{rng.randint(20, 200)}" for t in tasks[len(longs) :]])
         wait_until(lambda: checker.in_process() >= PROCESSES * 4 - 2, timeout=10)
-        time.sleep(rng.uniform(0.0, 0.5))
+        time.sleep(rng.uniform(0.0, 0.3))
         server.pause()
         time.sleep(stall)
         server.resume()
@@ -73,7 +77,7 @@ def test_redis_stall_longer_than_ttl(
     stats = checker.stats()
     requeued = stats.get("recovered", 0) + stats.get("released", 0)
     assert figures.duplicates == requeued, (figures.duplicates, stats)
-    assert requeued > 0, "the stall hit no running task"
+    assert requeued >= len(longs), "the long tasks outlived the stall: they must come back"
     figures.extra["requeued"] = requeued
     figures.report()
     assert checker.orphans() == []
