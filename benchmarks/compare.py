@@ -63,6 +63,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="tiny N, one repetition")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated")
+    parser.add_argument(
+        "--render", type=Path, metavar="JSON", help="render a saved run again, run nothing"
+    )
     parser.add_argument("--reps", type=int, help="repetitions (default 3, quick 1)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results directory")
     parser.add_argument(
@@ -248,6 +251,8 @@ def render(document: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render is not None:  # tables and chart again, from a saved run
+        return finish(args, json.loads(args.render.read_text()))
     wanted = _names(args.systems, list(SYSTEMS), "systems")
     workloads = _names(args.workloads, WORKLOADS, "workloads")
     systems = [name for name in wanted if installed(name)]
@@ -282,10 +287,15 @@ def main(argv: list[str] | None = None) -> int:
             _progress(run, rep)
     document["runs"] = runs
     document["machine"]["load_average_at_end"] = os.getloadavg()
-    document["summary"] = report.summarise(runs)
     document["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
+    return finish(args, document)
+
+
+def finish(args: argparse.Namespace, document: dict[str, Any]) -> int:
+    """Summarise the runs, print the tables, write JSON, Markdown and the chart."""
+    document["summary"] = report.summarise(document["runs"])
     lines = render(document)
-    document["targets"] = report.targets(document["summary"], systems)
+    document["targets"] = report.targets(document["summary"], document["systems"])
     print("\n" + "\n".join(lines))
     _write(args, document, lines)
     return 0

@@ -162,10 +162,13 @@ def _heartbeat_load(probe: Probe, members: int, window: float) -> Metrics:
 
 
 def scale(probe: Probe, quick: bool) -> Metrics:
-    """worqr's per-operation cost at two queue depths (measured in alternating
-    rounds, medians), and the mesh's upkeep."""
+    """worqr's per-operation cost at two queue depths, and the mesh's upkeep.
+
+    Depths alternate in many short windows and the result is the median of the
+    per-window ratios deep/shallow: on a loaded machine, noise moves whole
+    windows, and pairing neighbours cancels most of it."""
     deep = 20_000 if quick else 1_000_000
-    count, rounds = (200, 2) if quick else (2000, 3)
+    count, rounds = (100, 3) if quick else (300, 11)
     probe.reset()
     result: Metrics = {"deep": deep, "ops": count * rounds}
     queues = {"shallow": ("depth-10", 10), "deep": (f"depth-{deep}", deep)}
@@ -184,6 +187,9 @@ def scale(probe: Probe, quick: bool) -> Metrics:
     finally:
         client.close()
     result.update({name: median(values) for name, values in samples.items()})
+    for name in [n.removeprefix("deep_") for n in samples if n.startswith("deep_")]:
+        pairs = zip(samples[f"deep_{name}"], samples[f"shallow_{name}"], strict=True)
+        result[f"ratio_{name}"] = median([d / s for d, s in pairs if s > 0])
     probe.reset()
     members = 100 if quick else 1000
     for name, number in _heartbeat_load(probe, members, 2.0 if quick else 10.0).items():

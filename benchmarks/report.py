@@ -13,6 +13,7 @@ from .harness import median
 
 Summary = dict[str, dict[str, dict[str, Any]]]  # workload -> system -> metric -> median
 US = "\N{MICRO SIGN}s"
+COLOURS = {"worqr": "#d62728", "worqr-async": "#f08080"}
 
 
 @dataclass(frozen=True)
@@ -161,12 +162,13 @@ def targets(summary: Summary, systems: Sequence[str]) -> list[tuple[str, str, bo
         found.append(("<= 3 Redis commands per task", f"{commands:.2f}", commands <= 3))
     scale = summary.get("scale", {}).get("worqr", {})
     flat = [
-        (op, scale[f"deep_{op}_server_us"] / scale[f"shallow_{op}_server_us"])
+        (op, scale[f"ratio_{op}_server_us"])
         for op in ("enqueue", "dequeue", "finish")
-        if scale.get(f"shallow_{op}_server_us") and f"deep_{op}_server_us" in scale
+        if isinstance(scale.get(f"ratio_{op}_server_us"), int | float)
     ]
     if flat:
         text = ", ".join(f"{op} {r:.2f}x" for op, r in flat)
+        text += " (median of paired windows)"
         found.append(
             (
                 f"per-op cost at {int(scale.get('deep', 0)):,} queued within 10% of 10",
@@ -244,7 +246,7 @@ def _bars(axis: Any, bars: Sequence[tuple[str, float, str]], title: str) -> None
         return
     names = [name for name, _, _ in bars]
     numbers = [number for _, number, _ in bars]
-    colours = ["#d62728" if name == "worqr" else "#7f7f7f" for name in names]
+    colours = [COLOURS.get(name, "#7f7f7f") for name in names]
     axis.barh(names, numbers, color=colours)
     axis.invert_yaxis()
     positive = [n for n in numbers if n > 0]
