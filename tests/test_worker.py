@@ -322,3 +322,19 @@ def test_self_fencing_stops_dequeuing_when_heartbeats_fail(
     assert client.count_tasks("q") == 1
     inner.lease_fresh = fresh  # type: ignore[method-assign]
     wait_until(lambda: ran == ["t"])
+
+
+def test_a_worker_that_never_reached_redis_stops_when_asked(prefix: str) -> None:
+    from worqr.embedded import free_port
+
+    worker = worqr.Worker(f"redis://127.0.0.1:{free_port()}/0", settings=settings(prefix))
+
+    @worker.handler("q")
+    def handle(task: str) -> None: ...
+
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    wait_until(lambda: worker._loop is not None, message="worker loop not running")
+    worker.stop()
+    thread.join(5)
+    assert not thread.is_alive(), "a stop during startup was ignored"

@@ -208,7 +208,8 @@ class Worker:
             self._loop.add_signal_handler(signum, self._on_signal, signum)
         pullers: list[asyncio.Task[None]] = []
         try:
-            await self._join(client)
+            if not await self._join(client):
+                return  # stopped before Redis ever answered
             pullers = [
                 asyncio.create_task(self._pull(client, queue), name=f"worqr-pull-{queue}")
                 for queue in self._specs
@@ -229,13 +230,26 @@ class Worker:
                 self._loop.remove_signal_handler(signum)
             await self._close(client)
 
-    async def _join(self, client: AsyncWorqr) -> None:
-        await self._retrying(client.start_worker)
+    async def _join(self, client: AsyncWorqr) -> bool:
+        """Register and join every queue; False if a stop came first."""
+        steps: list[Callable[[], Awaitable[Any]]] = [client.start_worker]
         for queue, spec in self._specs.items():
             if spec.persistent:
-                await self._retrying(partial(client.configure_queue, queue, max_recoveries=-1))
-            await self._retrying(partial(client.on, queue, self._listener(queue)))
-            await self._retrying(partial(client.start_work, queue))
+                steps.append(partial(client.configure_queue, queue, max_recoveries=-1))
+            steps.append(partial(client.on, queue, self._listener(queue)))
+            steps.append(partial(client.start_work, queue))
+        assert self._stop_requested is not None
+        for step in steps:
+            attempt = asyncio.ensure_future(self._retrying(step))
+            stop = asyncio.ensure_future(self._stop_requested.wait())
+            await asyncio.wait({attempt, stop}, return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            if not attempt.done():
+                attempt.cancel()
+                await asyncio.gather(attempt, return_exceptions=True)
+                return False
+            attempt.result()
+        return True
 
     async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
         """Run ``call`` until Redis answers (a worker never dies of an outage)."""
@@ -296,7 +310,7 @@ class Worker:
         wanted = self._wanted[queue]
         outage = OutageLog(f"dequeue from {queue!r}")
         heartbeat = self.settings.client.heartbeat
-        while True:
+        while not self._stopping:
             await wanted.wait()
             wanted.clear()
             while not self._stopping:

@@ -93,6 +93,16 @@ def _redis(args: argparse.Namespace) -> int:
     return run_redis(args)
 
 
+def _exporter(args: argparse.Namespace) -> int:
+    from .metrics.exporter import DEFAULT_PORT, run_exporter
+
+    try:
+        run_exporter(args.url, args.prefix or "worqr", args.port or DEFAULT_PORT, args.host)
+    except OSError as error:  # e.g. the port is taken
+        raise CliError(f"cannot serve metrics on {args.host}:{args.port}: {error}") from None
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from ._demo import run_demo
 
@@ -230,6 +240,18 @@ def _add_tools(commands: argparse._SubParsersAction[Parser]) -> None:
     parser.add_argument("--port", type=port_number, help="TCP port (default: a free one)")
     parser.add_argument(
         "--appendonly", action="store_true", help="keep an append-only file (survives restarts)"
+    )
+
+    parser = _command(
+        commands,
+        "exporter",
+        _exporter,
+        "Serve the mesh's queue metrics (read from Redis at scrape time) for Prometheus.",
+    )
+    add_connection_options(parser)
+    parser.add_argument("--port", type=port_number, help="port to serve on (default: 9150)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"
     )
 
     parser = _command(
