@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 MAX_NAME_CHARS = 256
 """Longest queue name or prefix accepted, in characters."""
@@ -25,6 +26,12 @@ def validate_name(name: object, what: str = "queue name") -> str:
     """
     if not isinstance(name, str):
         raise TypeError(f"{what} must be str, not {type(name).__name__}")
+    _check_name(name, what)
+    return name
+
+
+@lru_cache(maxsize=4096)  # names repeat on every call of the hot path
+def _check_name(name: str, what: str) -> None:
     if not name:
         raise ValueError(f"{what} must not be empty")
     if len(name) > MAX_NAME_CHARS:
@@ -34,7 +41,6 @@ def validate_name(name: object, what: str = "queue name") -> str:
             raise ValueError(f"{what} {name!r} contains {char!r}, which would break key hash tags")
         if unicodedata.category(char) in ("Cc", "Cs"):
             raise ValueError(f"{what} {name!r} contains the control character {char!r}")
-    return name
 
 
 @dataclass(frozen=True, slots=True)

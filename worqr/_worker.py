@@ -16,6 +16,7 @@ import logging
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -86,6 +87,8 @@ class Worker:
         self._observers: list[Observer] = []
         self._specs: dict[str, HandlerSpec] = {}
         self._running: dict[str, Running] = {}
+        self._on_queue: Counter[str] = Counter()  # running processes per queue
+        self._busy = 0  # running processes of non-persistent queues
         self._wanted: dict[str, asyncio.Event] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested: asyncio.Event | None = None
@@ -297,13 +300,10 @@ class Worker:
         return listen
 
     def _free(self, queue: str) -> int:
-        spec = self._specs[queue]
         limit = self.settings.queue_limits.get(queue, self.settings.concurrency)
-        on_queue = sum(1 for r in self._running.values() if r.process.queue == queue)
-        free = limit - on_queue
-        if not spec.persistent:
-            busy = sum(1 for r in self._running.values() if not r.spec.persistent)
-            free = min(free, self.settings.concurrency - busy)
+        free = limit - self._on_queue[queue]
+        if not self._specs[queue].persistent:
+            free = min(free, self.settings.concurrency - self._busy)
         return free
 
     async def _pull(self, client: AsyncWorqr, queue: str) -> None:
@@ -341,6 +341,8 @@ class Worker:
         spec = self._specs[process.queue]
         running = Running(process, spec, ProcessContext(process))
         self._running[process.id] = running
+        self._on_queue[process.queue] += 1
+        self._busy += not spec.persistent
         for hook in self._hooks:
             hook.on_started(process.queue)
         task = asyncio.create_task(self._run(client, running), name=f"worqr-process-{process.id}")
@@ -356,11 +358,17 @@ class Worker:
             await asyncio.wait({running.inner})
             await self._settle(client, running)
         finally:
-            self._running.pop(process.id, None)
+            self._forget(running)
             self._wanted[process.queue].set()
             for queue, event in self._wanted.items():
                 if queue != process.queue and self._free(queue) > 0 and not spec.persistent:
                     event.set()
+
+    def _forget(self, running: Running) -> None:
+        if self._running.get(running.process.id) is running:
+            del self._running[running.process.id]
+            self._on_queue[running.process.queue] -= 1
+            self._busy -= not running.spec.persistent
 
     def _launch(self, running: Running) -> asyncio.Future[Any]:
         context = contextvars.copy_context()
@@ -484,7 +492,7 @@ class Worker:
         for running in list(self._running.values()):
             # Sync handlers that ignore `cancelled` keep their thread; deregistering
             # returns their tasks anyway (at-least-once: the thread may still finish).
-            self._running.pop(running.process.id, None)
+            self._forget(running)
             self._notify(partial(_retried, running.process.queue))
 
 
