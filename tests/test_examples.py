@@ -26,6 +26,12 @@ EXPECTED = {
         r"cancelled 4 feeds by payload",
     ],
     "async_worker.py": [r"fetched 40 pages in [\d.]+ s \(8 s one at a time\)"],
+    "metrics_prometheus.py": [
+        r'worker endpoint: worqr_tasks_finished_total\{queue="thumbnails"\} 50\.0',
+        r'exporter endpoint: worqr_queue_events_total\{event="finished",queue="thumbnails"\} 50',
+        # CI installs prometheus; elsewhere the example says it is missing.
+        r"prometheus: (sum\(worqr_tasks_finished_total\{.*\}\) = 50|not installed)",
+    ],
 }
 
 
