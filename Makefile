@@ -28,6 +28,7 @@ demo: venv
 	$(BIN)/worqr demo
 
 bench: venv
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[bench]'
 	$(BIN)/python -m benchmarks.compare
 
 clean:
