@@ -22,7 +22,11 @@ class WorkerSettings:
             returns their tasks to the front of their queues.
         queue_limits: optional caps of in-flight processes per queue. A persistent
             queue's cap defaults to ``concurrency``.
-        log_payloads: include task payloads in failure logs (off: they may hold secrets).
+        log_payloads: include task payloads (truncated) in failure logs; off by
+            default because payloads may hold secrets.
+        batch: most tasks taken by one dequeue call; None takes the whole free
+            capacity at once (fewest round trips). A smaller batch spreads a burst
+            over more workers of the mesh.
     """
 
     client: Settings = field(default_factory=Settings)
@@ -30,6 +34,7 @@ class WorkerSettings:
     grace_period: float = 30.0
     queue_limits: Mapping[str, int] = field(default_factory=dict)
     log_payloads: bool = False
+    batch: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.client, Settings):
@@ -49,3 +54,7 @@ class WorkerSettings:
             if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
                 raise ValueError(f"queue limit of {queue!r} must be a positive int, got {limit!r}")
         object.__setattr__(self, "queue_limits", MappingProxyType(limits))
+        if self.batch is not None and (
+            isinstance(self.batch, bool) or not isinstance(self.batch, int) or self.batch < 1
+        ):
+            raise ValueError(f"batch must be a positive int or None, got {self.batch!r}")

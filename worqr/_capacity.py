@@ -1,0 +1,102 @@
+"""How many processes a worker may still start, per queue. Pure bookkeeping.
+
+A dequeue *reserves* its slots before it is sent and *settles* them when it
+returns, so dequeues of several queues in flight at once never take more than
+the free capacity between them. A queue is *starved* when it may have work this
+worker has not taken: the last dequeue came back full, or a wake-up arrived with
+no free slot. Such a worker is not in the queue's idle set, so nobody will wake
+it: when a slot frees, the worker must pull from its starved queues itself. A
+queue whose last dequeue came back short is back in the idle set and needs no
+pull (that would be a wasted round trip per finished task).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+
+class Capacity:
+    """Slots of one worker.
+
+    Non-persistent processes share ``concurrency`` slots; persistent ones (which
+    never end by themselves) have only their queue's cap, so they cannot starve
+    the rest. Each queue is capped by ``limits`` (default ``concurrency``).
+    """
+
+    def __init__(
+        self,
+        queues: Sequence[str],
+        *,
+        concurrency: int,
+        limits: Mapping[str, int],
+        persistent: Iterable[str] = (),
+        batch: int | None = None,
+    ) -> None:
+        self.concurrency = concurrency
+        self._order = list(queues)  # fixed order: slots go round robin over it
+        self._position = {queue: i for i, queue in enumerate(self._order)}
+        self._limits = {queue: limits.get(queue, concurrency) for queue in self._order}
+        self._persistent = frozenset(persistent)
+        self._batch = batch
+        self._held: Counter[str] = Counter()  # running + reserved, per queue
+        self._shared = 0  # running + reserved of non-persistent queues
+        self._starved: set[str] = set()
+
+    def free(self, queue: str) -> int:
+        free = self._limits[queue] - self._held[queue]
+        if queue not in self._persistent:
+            free = min(free, self.concurrency - self._shared)
+        return max(0, free)
+
+    def held(self, queue: str) -> int:
+        return self._held[queue]
+
+    def starved(self, queue: str) -> bool:
+        return queue in self._starved
+
+    def reserve(self, queue: str) -> int:
+        """Slots to ask the next dequeue of ``queue`` for (0: none free)."""
+        count = self.free(queue)
+        if self._batch is not None:
+            count = min(count, self._batch)
+        if count <= 0:
+            self._starved.add(queue)  # a wake-up we could not serve
+            return 0
+        self._move(queue, count)
+        return count
+
+    def settle(self, queue: str, asked: int, got: int) -> list[str]:
+        """A dequeue for ``asked`` returned ``got`` processes, which now hold their
+        slots. Returns the other starved queues the unused slots can serve."""
+        self._move(queue, got - asked)
+        if got < asked:
+            self._starved.discard(queue)  # drained: the dequeue put us in the idle set
+        else:
+            self._starved.add(queue)  # maybe more queued, and nobody will wake us for it
+        return self._wakeable(queue, include_self=False) if got < asked else []
+
+    def abandon(self, queue: str, asked: int) -> list[str]:
+        """A dequeue failed: free its reservation; the queue may still hold work.
+        Returns the other starved queues the freed slots can serve."""
+        self._move(queue, -asked)
+        self._starved.add(queue)
+        return self._wakeable(queue, include_self=False)
+
+    def release(self, queue: str) -> list[str]:
+        """A process of ``queue`` ended. Returns the starved queues that can take
+        work now, round robin: those after ``queue`` first, ``queue`` itself last,
+        so one busy queue cannot keep the freed slots to itself."""
+        self._move(queue, -1)
+        return self._wakeable(queue, include_self=True)
+
+    def _wakeable(self, queue: str, *, include_self: bool) -> list[str]:
+        start = self._position[queue] + 1
+        order = self._order[start:] + self._order[: start if include_self else start - 1]
+        return [q for q in order if q in self._starved and self.free(q) > 0]
+
+    def _move(self, queue: str, count: int) -> None:
+        self._held[queue] += count
+        if queue not in self._persistent:
+            self._shared += count
+        assert self._held[queue] >= 0 and self._shared >= 0, "slot accounting went negative"
