@@ -19,10 +19,11 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._calls import Plan, Subscribe, command, script
-from ._errors import AmbiguousResultError, NotStartedError
-from ._keys import MeshKeys, QueueKeys, validate_name
+from ._calls import Call, Plan, Subscribe, command, script
+from ._errors import AmbiguousResultError
+from ._keys import QueueKeys
 from ._process import Process, decode_task
+from ._reads import MGET_BATCH, Reads, text
 from ._scripts import IdTakenError, NotMemberError
 from ._settings import Settings
 
@@ -39,7 +40,6 @@ Metrics subscribe here; the core never imports them."""
 
 ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
 REGISTRY_REFRESH = 30.0  # seconds between re-adding a queue to the registry
-MGET_BATCH = 1000  # alive keys read per command while reaping
 
 
 def _worker_id() -> str:
@@ -47,18 +47,12 @@ def _worker_id() -> str:
     return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
-
-
-class Core:
+class Core(Reads):
     """State and plans of one client. Not thread-safe beyond what the GIL gives;
     the sync client confines each plan to one thread at a time per state change."""
 
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.mesh = MeshKeys(settings.prefix)
-        self.worker_id: str | None = None
+        super().__init__(settings)
         self.working: set[str] = set()
         self.last_heartbeat = 0.0  # monotonic time the last successful heartbeat was sent
         self.lease_lost_hooks: list[Callable[[str], object]] = []
@@ -97,14 +91,6 @@ class Core:
                 "(Settings.max_task_bytes)"
             )
         return data
-
-    def require_worker(self) -> str:
-        if self.worker_id is None:
-            raise NotStartedError("call start_worker() first")
-        return self.worker_id
-
-    def queue_keys(self, queue: str) -> QueueKeys:
-        return self.mesh.queue(validate_name(queue))
 
     def lease_fresh(self) -> bool:
         """False once the worker has not heartbeat for most of its TTL: it should
@@ -160,7 +146,7 @@ class Core:
     def delete_queue(self, queue: str) -> Plan[None]:
         keys = self.queue_keys(queue)
         members = yield command("SMEMBERS", keys.members)
-        owned = [keys.worker(_text(member)) for member in members]
+        owned = [keys.worker(text(member)) for member in members]
         everything = (
             keys.tasks,
             keys.processes,
@@ -176,83 +162,6 @@ class Core:
         yield script("delete_queue", everything, (keys.events,))
         yield command("SREM", self.mesh.queues, queue)
         self._registered.pop(queue, None)
-
-    # -- reading ---------------------------------------------------------------
-
-    def get_queues(self) -> Plan[list[str]]:
-        return sorted(_text(q) for q in (yield command("SMEMBERS", self.mesh.queues)))
-
-    def get_workers(self) -> Plan[list[str]]:
-        return sorted(_text(w) for w in (yield command("SMEMBERS", self.mesh.workers)))
-
-    def get_working_queues(self, worker_id: str | None) -> Plan[list[str]]:
-        worker = self.require_worker() if worker_id is None else worker_id
-        queues = yield command("SMEMBERS", self.mesh.worker_queues(worker))
-        return sorted(_text(q) for q in queues)
-
-    def count_tasks(self, queue: str) -> Plan[int]:
-        return int((yield command("LLEN", self.queue_keys(queue).tasks)))
-
-    def count_processes(self, queue: str) -> Plan[int]:
-        return int((yield command("HLEN", self.queue_keys(queue).processes)))
-
-    def count_failed(self, queue: str) -> Plan[int]:
-        return int((yield command("LLEN", self.queue_keys(queue).failed)))
-
-    def get_failed(self, queue: str) -> Plan[list[str | bytes]]:
-        entries = yield command("LRANGE", self.queue_keys(queue).failed, 0, -1)
-        return [decode_task(entry, self.settings.decode_tasks) for entry in entries]
-
-    def get_stats(self, queue: str) -> Plan[dict[str, int]]:
-        """Lifetime counters of the queue by event (see `QueueKeys.stats`)."""
-        counters = yield command("HGETALL", self.queue_keys(queue).stats)
-        return {_text(k): int(v) for k, v in counters.items()}
-
-    def workers_alive(self, worker_ids: Iterable[str]) -> Plan[list[bool]]:
-        """Whether each worker's lease (its alive key) currently exists."""
-        wanted = list(worker_ids)
-        alive: list[bool] = []
-        for start in range(0, len(wanted), MGET_BATCH):
-            batch = wanted[start : start + MGET_BATCH]
-            flags = yield command("MGET", *(self.mesh.alive(w) for w in batch))
-            alive += [flag is not None for flag in flags]
-        return alive
-
-    def count_worker_processes(self, queue: str, worker_id: str) -> Plan[int]:
-        """Processes ``worker_id`` holds on ``queue`` (cancelled ones count until
-        their worker acknowledges them)."""
-        return int((yield command("ZCARD", self.queue_keys(queue).worker(worker_id))))
-
-    def requeue_failed(self, queue: str) -> Plan[int]:
-        """Move the dead letters present now to the back of the queue, oldest
-        first, in chunks; returns how many moved. Each task moves atomically, so
-        the plan is safe to stop and redo; letters that fail again meanwhile are
-        left for the next call (no endless loop)."""
-        keys = self.queue_keys(queue)
-        chunk = self.settings.requeue_chunk
-        moved_total = 0
-        limit: int | None = None
-        while limit is None or moved_total < limit:
-            want = chunk if limit is None else min(chunk, limit - moved_total)
-            moved, remaining = yield script(
-                "requeue_failed",
-                (keys.failed, keys.tasks, keys.idle, keys.stats),
-                (want, keys.wake_prefix),
-            )
-            moved_total += int(moved)
-            if limit is None:
-                limit = int(moved) + int(remaining)
-            if int(moved) == 0 or int(remaining) == 0:
-                break
-        return moved_total
-
-    def purge_failed(self, queue: str) -> Plan[int]:
-        """Drop the queue's dead letters; returns how many."""
-        return int((yield script("purge_failed", (self.queue_keys(queue).failed,), ())))
-
-    def get_worker_info(self, worker_id: str) -> Plan[dict[str, str]]:
-        info = yield command("HGETALL", self.mesh.worker_info(worker_id))
-        return {_text(k): _text(v) for k, v in info.items()}
 
     # -- membership ------------------------------------------------------------
 
@@ -342,7 +251,7 @@ class Core:
         processes = []
         decode = self.settings.decode_tasks
         for i in range(0, len(reply), 2):
-            pid, data = _text(reply[i]), reply[i + 1]
+            pid, data = text(reply[i]), reply[i + 1]
             self._owned[pid] = (queue, worker)
             processes.append(Process(pid, queue, decode_task(data, decode), data, worker))
         return processes
@@ -354,46 +263,48 @@ class Core:
         entry = self._owned.get(pid)
         return None if entry is None else (pid, *entry)
 
-    def finish_process(self, process: str | Process) -> Plan[bool]:
+    def _end_process(
+        self, process: str | Process, build: Callable[[QueueKeys, str, str], Call]
+    ) -> Plan[bool]:
+        """End one of this client's processes with the call ``build(keys, pid,
+        worker)`` makes; True only if the process still existed (fencing)."""
         owner = self._owner(process)
         if owner is None:
             return False
         pid, queue, worker = owner
-        keys = self.mesh.queue(queue)
-        reply = yield script(
-            "finish", (keys.processes, keys.worker(worker), keys.recoveries, keys.stats), (pid,)
-        )
+        reply = yield build(self.mesh.queue(queue), pid, worker)
         self._owned.pop(pid, None)
         return bool(reply == 1)
 
-    def stop_process(self, process: str | Process) -> Plan[bool]:
-        owner = self._owner(process)
-        if owner is None:
-            return False
-        pid, queue, worker = owner
-        keys = self.mesh.queue(queue)
-        reply = yield script(
-            "stop",
-            (keys.tasks, keys.processes, keys.worker(worker), keys.idle, keys.stats),
-            (pid, keys.wake_prefix),
+    def finish_process(self, process: str | Process) -> Plan[bool]:
+        return self._end_process(
+            process,
+            lambda keys, pid, worker: script(
+                "finish", (keys.processes, keys.worker(worker), keys.recoveries, keys.stats), (pid,)
+            ),
         )
-        self._owned.pop(pid, None)
-        return bool(reply == 1)
+
+    def stop_process(self, process: str | Process) -> Plan[bool]:
+        return self._end_process(
+            process,
+            lambda keys, pid, worker: script(
+                "stop",
+                (keys.tasks, keys.processes, keys.worker(worker), keys.idle, keys.stats),
+                (pid, keys.wake_prefix),
+            ),
+        )
 
     def fail_process(self, process: str | Process) -> Plan[bool]:
         """Dead-letter a process whose task failed: the task goes to the failed list."""
-        owner = self._owner(process)
-        if owner is None:
-            return False
-        pid, queue, worker = owner
-        keys = self.mesh.queue(queue)
-        reply = yield script(
-            "dead_letter",
-            (keys.processes, keys.worker(worker), keys.failed, keys.recoveries, keys.stats),
-            (pid, self.settings.failed_max),
+        failed_max = self.settings.failed_max
+        return self._end_process(
+            process,
+            lambda keys, pid, worker: script(
+                "dead_letter",
+                (keys.processes, keys.worker(worker), keys.failed, keys.recoveries, keys.stats),
+                (pid, failed_max),
+            ),
         )
-        self._owned.pop(pid, None)
-        return bool(reply == 1)
 
     def processes_exist(self, queue: str, pids: Iterable[str]) -> Plan[list[bool]]:
         """Whether each process still exists (not finished, cancelled or failed over)."""
@@ -490,7 +401,7 @@ class Core:
 
     def reap(self) -> Plan[int]:
         """Fail every registered worker whose alive key is gone."""
-        workers = [_text(w) for w in (yield command("SMEMBERS", self.mesh.workers))]
+        workers = [text(w) for w in (yield command("SMEMBERS", self.mesh.workers))]
         failed = 0
         for start in range(0, len(workers), MGET_BATCH):
             batch = workers[start : start + MGET_BATCH]
@@ -503,7 +414,7 @@ class Core:
     def _fail_dead(self, worker: str) -> Plan[bool]:
         queues = yield command("SMEMBERS", self.mesh.worker_queues(worker))
         requeued = dead_lettered = 0
-        for queue in sorted(_text(q) for q in queues):
+        for queue in sorted(text(q) for q in queues):
             moved, dead = yield from self._requeue_owned(self.mesh.queue(queue), worker, "fail")
             if moved or dead:
                 logger.warning(
@@ -581,7 +492,7 @@ class Core:
         ``("cancel", [pid, ...])``; ``("delete", None)``.
         """
         kind = message.get("type")
-        channel = _text(message.get("channel") or b"")
+        channel = text(message.get("channel") or b"")
         entry = self._channels.get(channel)
         if entry is None:
             return []
@@ -590,7 +501,7 @@ class Core:
             return [(queue, "work", 0)] if role == "wake" else []
         if kind != "message":
             return []
-        data = _text(message.get("data") or b"")
+        data = text(message.get("data") or b"")
         name, _, rest = data.partition(":")
         if name == "work":
             return [(queue, "work", int(rest or 0))]
