@@ -13,10 +13,15 @@ milliseconds) or ``ID:hold`` (run until cancelled). A handler that sees its
 ``cancelled`` event stops early and records "cancelled". Settings that the
 command line has no option for come from the environment: ``FAULT_POLL``
 (poll_interval), ``FAULT_MAX_RECOVERIES``, ``FAULT_SOCKET_TIMEOUT``.
+
+``FAULT_QUEUES`` (a JSON list) adds queues whose payloads are opaque bytes:
+their handler records ``"t"`` = the SHA-256 of the exact payload, ``"n"`` its
+length and ``"q"`` the queue, and never interprets the payload.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -76,3 +81,14 @@ def job(task: str) -> None:
     if how == "hold":
         raise RuntimeError("a hold task was never cancelled")
     record("done", **where)
+
+
+def opaque(task: str | bytes) -> None:
+    process = worqr.current_process().process
+    where = {"t": hashlib.sha256(process.data).hexdigest(), "p": process.id, "q": process.queue}
+    record("start", w=process.worker_id, n=len(process.data), **where)
+    record("done", w=process.worker_id, **where)
+
+
+for _queue in json.loads(os.environ.get("FAULT_QUEUES", "[]")):
+    worker.handler(_queue)(opaque)
