@@ -18,13 +18,13 @@ from redis.commands.core import AsyncScript
 from tenacity import AsyncRetrying
 
 from ._calls import Plan, Request, Subscribe, may_resend
-from ._client import settings_from
-from ._connect import check_client, command_options, resolve_url, subscriber_options
-from ._core import Callback, Core, Observer
+from ._connect import check_client, command_options, subscriber_options
+from ._core import Callback
 from ._process import Process
 from ._retry import OutageLog, final_error, tenacity_options
 from ._scripts import SCRIPT_NAMES, source
 from ._settings import Settings
+from ._shell import Shell
 
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
@@ -47,7 +47,7 @@ async def honour_cancel(call: Awaitable[T]) -> T:
     return result
 
 
-class AsyncWorqr:
+class AsyncWorqr(Shell):
     """The asyncio twin of `Worqr`: same methods, awaited. Use ``async with``
     or call `aclose()`."""
 
@@ -63,11 +63,14 @@ class AsyncWorqr:
         max_recoveries: int | None = None,
         settings: Settings | None = None,
     ) -> None:
-        self.settings = settings_from(
-            settings, prefix=prefix, ttl=ttl, heartbeat=heartbeat, max_recoveries=max_recoveries
+        super().__init__(
+            url,
+            settings,
+            prefix=prefix,
+            ttl=ttl,
+            heartbeat=heartbeat,
+            max_recoveries=max_recoveries,
         )
-        self._core = Core(self.settings)
-        self._url = resolve_url(url)
         self._own_redis = redis is None
         self._own_subscriber = subscriber is None
         if redis is None:
@@ -86,9 +89,6 @@ class AsyncWorqr:
         }
         self._tasks: list[asyncio.Task[None]] = []
         self._start_lock = asyncio.Lock()
-
-    def __repr__(self) -> str:  # never the URL: it may hold a password
-        return f"AsyncWorqr(prefix={self.settings.prefix!r}, worker_id={self.worker_id!r})"
 
     # -- driving plans ---------------------------------------------------------
 
@@ -191,22 +191,6 @@ class AsyncWorqr:
         return await self._drive(self._core.purge_failed(queue))
 
     # -- working ---------------------------------------------------------------
-
-    @property
-    def worker_id(self) -> str | None:
-        return self._core.worker_id
-
-    def lease_fresh(self) -> bool:
-        return self._core.lease_fresh()
-
-    def add_observer(self, observer: Observer) -> None:
-        """Call ``observer(event, fields)`` on the client's life events (see
-        `worqr._core.Observer`): registered, lease_lost, peer_failed,
-        heartbeat_failed, redis_down, redis_up."""
-        self._core.observers.append(observer)
-
-    def add_lease_lost_hook(self, hook: Any) -> None:
-        self._core.lease_lost_hooks.append(hook)
 
     async def start_worker(self) -> str:
         async with self._start_lock:

@@ -3,7 +3,6 @@ heartbeat and the pub/sub listener."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -17,24 +16,19 @@ from redis.commands.core import Script
 from tenacity import Retrying
 
 from ._calls import Plan, Request, Subscribe, may_resend
-from ._connect import check_client, command_options, resolve_url, subscriber_options
-from ._core import Callback, Core, Observer
+from ._connect import check_client, command_options, subscriber_options
+from ._core import Callback
 from ._process import Process
 from ._retry import OutageLog, final_error, tenacity_options
 from ._scripts import SCRIPT_NAMES, source
 from ._settings import Settings
+from ._shell import Shell
 
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
 
 
-def settings_from(settings: Settings | None, **overrides: Any) -> Settings:
-    """``settings`` (or the defaults) with every override that is not None."""
-    given = {name: value for name, value in overrides.items() if value is not None}
-    return dataclasses.replace(settings or Settings(), **given)
-
-
-class Worqr:
+class Worqr(Shell):
     """A client of one worqr mesh: produce tasks, and optionally be a worker.
 
     See the README for the semantics of each method. Thread-safe for use from
@@ -53,11 +47,14 @@ class Worqr:
         max_recoveries: int | None = None,
         settings: Settings | None = None,
     ) -> None:
-        self.settings = settings_from(
-            settings, prefix=prefix, ttl=ttl, heartbeat=heartbeat, max_recoveries=max_recoveries
+        super().__init__(
+            url,
+            settings,
+            prefix=prefix,
+            ttl=ttl,
+            heartbeat=heartbeat,
+            max_recoveries=max_recoveries,
         )
-        self._core = Core(self.settings)
-        self._url = resolve_url(url)
         self._own_redis = redis is None
         self._own_subscriber = subscriber is None
         if redis is None:
@@ -75,9 +72,6 @@ class Worqr:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
-
-    def __repr__(self) -> str:  # never the URL: it may hold a password
-        return f"Worqr(prefix={self.settings.prefix!r}, worker_id={self.worker_id!r})"
 
     # -- driving plans ---------------------------------------------------------
 
@@ -187,24 +181,6 @@ class Worqr:
         return self._drive(self._core.purge_failed(queue))
 
     # -- working ---------------------------------------------------------------
-
-    @property
-    def worker_id(self) -> str | None:
-        return self._core.worker_id
-
-    def lease_fresh(self) -> bool:
-        """False when this worker has not heartbeat for most of its TTL."""
-        return self._core.lease_fresh()
-
-    def add_observer(self, observer: Observer) -> None:
-        """Call ``observer(event, fields)`` on the client's life events (see
-        `worqr._core.Observer`): registered, lease_lost, peer_failed,
-        heartbeat_failed, redis_down, redis_up."""
-        self._core.observers.append(observer)
-
-    def add_lease_lost_hook(self, hook: Any) -> None:
-        """Call ``hook(old_worker_id)`` when this worker learns it was failed."""
-        self._core.lease_lost_hooks.append(hook)
 
     def start_worker(self) -> str:
         """Register in the mesh and start the heartbeat and peer supervision."""
