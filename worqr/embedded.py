@@ -117,10 +117,20 @@ class EmbeddedRedis:
         self._wait_ready(self._process)
         return self
 
+    def _password(self) -> str | None:
+        """The ``--requirepass`` given in extra_args, if any (the last one wins)."""
+        args = self.extra_args
+        found = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--requirepass"]
+        return found[-1] if found else None
+
     def _wait_ready(self, process: subprocess.Popen[bytes]) -> None:
         deadline = time.monotonic() + START_TIMEOUT
         no_retry = Retry(NoBackoff(), retries=0)  # the default backs off for seconds
-        with redis.Redis(port=self.port, socket_timeout=1, retry=no_retry) as client:
+        # Without the password a --requirepass server answers NOAUTH until the deadline.
+        password = self._password()
+        with redis.Redis(
+            port=self.port, password=password, socket_timeout=1, retry=no_retry
+        ) as client:
             while time.monotonic() < deadline:
                 if process.poll() is not None:
                     raise self._error(f"redis-server exited with status {process.returncode}")
