@@ -11,6 +11,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
+from redis.exceptions import AuthenticationError, AuthorizationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -67,6 +68,10 @@ def never_sent(error: BaseException) -> bool:
 
 
 def is_connection_error(error: BaseException) -> bool:
+    # redis-py derives its auth errors from ConnectionError, but a wrong password
+    # is not an outage: resending it until the deadline only hides the cause.
+    if isinstance(error, AuthenticationError | AuthorizationError):
+        return False
     return isinstance(error, RedisConnectionError | RedisTimeoutError)
 
 
