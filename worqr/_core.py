@@ -21,6 +21,7 @@ from typing import Any
 
 from ._calls import Call, Plan, Subscribe, command, script
 from ._errors import AmbiguousResultError
+from ._eviction import check_eviction_policy
 from ._keys import QueueKeys
 from ._process import Process, decode_task
 from ._reads import MGET_BATCH, Reads, text
@@ -169,6 +170,7 @@ class Core(Reads):
         if self.worker_id is not None:
             return self.worker_id
         self._leaving = False
+        yield from check_eviction_policy()
         worker = yield from self._register()
         self.worker_id = worker
         return worker
@@ -480,7 +482,9 @@ class Core(Reads):
         if not callable(callback):
             raise TypeError("callback must be callable")
         keys = self.queue_keys(queue)
-        self._listeners.setdefault(queue, []).append(callback)
+        listeners = self._listeners.setdefault(queue, [])
+        if callback not in listeners:  # a retry after a failed subscribe: hear events once
+            listeners.append(callback)
         self._channels.setdefault(keys.events, (queue, "events"))
         yield Subscribe(add=(keys.events,))
 
