@@ -6,57 +6,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from helpers import wait_until
+from worker_helpers import FAST, Runner, client, runner, settings
 
 import worqr
 from worqr.embedded import EmbeddedRedis
 
-FAST = {"ttl": 1.0, "heartbeat": 0.2, "poll_interval": 0.5, "retry_deadline": 2.0}
-
-
-def settings(prefix: str, **changes: Any) -> worqr.WorkerSettings:
-    client = worqr.Settings(prefix=prefix, **FAST)
-    return worqr.WorkerSettings(client=client, **changes)
-
-
-class Runner:
-    """Runs workers in threads and stops them all at the end of a test."""
-
-    def __init__(self) -> None:
-        self.threads: list[tuple[worqr.Worker, threading.Thread]] = []
-
-    def start(self, worker: worqr.Worker) -> worqr.Worker:
-        thread = threading.Thread(target=worker.run, daemon=True)
-        thread.start()
-        self.threads.append((worker, thread))
-        assert worker.wait_started(10), "worker did not start"
-        return worker
-
-    def stop(self, worker: worqr.Worker, timeout: float = 15) -> None:
-        for candidate, thread in self.threads:
-            if candidate is worker:
-                worker.stop()
-                thread.join(timeout)
-                assert not thread.is_alive(), "worker did not stop"
-
-
-@pytest.fixture
-def runner() -> Iterator[Runner]:
-    runner = Runner()
-    yield runner
-    for worker, thread in runner.threads:
-        worker.stop(now=True)
-        thread.join(15)
-
-
-@pytest.fixture
-def client(redis_url: str, prefix: str) -> Iterator[worqr.Worqr]:
-    with worqr.Worqr(redis_url, settings=worqr.Settings(prefix=prefix, **FAST)) as wq:
-        yield wq
+__all__ = ["client", "runner"]  # fixtures
 
 
 def test_sync_and_async_handlers_run_every_task_in_order(
@@ -193,6 +153,8 @@ def test_cancel_reaches_running_async_sync_and_persistent_handlers(
         assert client.count_tasks(queue) == 0
         assert client.count_processes(queue) == 0
         assert client.get_failed(queue) == []
+        # The acknowledgement cleared the worker's own record of the process too.
+        assert client.count_worker_processes(queue, worker.worker_id or "") == 0
 
 
 def test_lease_loss_cancels_handlers_and_the_worker_carries_on(
