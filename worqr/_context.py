@@ -18,9 +18,11 @@ class Retry(Exception):
 class ProcessContext:
     """The process a handler is running.
 
-    ``cancelled`` is set when the task is cancelled, when this worker loses its
-    lease (a peer now owns the task), or when a graceful stop runs out of time.
-    Sync handlers should check or wait on it; async handlers are cancelled instead.
+    ``cancelled`` is set when the task is cancelled (or its process vanished),
+    when this worker loses its lease (a peer now owns the task), and when the
+    worker shuts down: at once for persistent handlers, after the grace period
+    for the others. Sync handlers should check or wait on it and return soon;
+    async handlers are cancelled as well.
     """
 
     process: Process

@@ -18,12 +18,13 @@ class WorkerHooks:
     def on_failed(self, queue: str, seconds: float) -> None: ...
 
     def on_retried(self, queue: str) -> None:
-        """The task went back to the front (worqr.Retry, or a stop ran out of grace)."""
+        """The task went back to the front (worqr.Retry, or a shutdown stopped its handler)."""
 
     def on_cancelled(self, queue: str) -> None: ...
 
     def on_fenced(self, queue: str) -> None:
-        """The process was no longer ours (lease lost, or the queue was deleted)."""
+        """The process was no longer ours: the worker lost its lease (a peer owns
+        the task now), or Redis refused the acknowledgement for that reason."""
 
     def on_lease_lost(self) -> None: ...
 

@@ -38,7 +38,30 @@ PAYLOAD_LOG_CHARS = 200  # a failure log never carries a whole (maybe huge) payl
 
 
 class Worker(Lifecycle):
-    """A mesh member that runs handlers. See the README for the outcome policy."""
+    """A mesh member that runs handlers.
+
+    Outcome policy (what a handler's end does to its process):
+
+    - returns: the process is finished;
+    - raises `worqr.Retry`: the task goes back to the front of its queue;
+    - raises anything else (or its asyncio task is cancelled by something other
+      than the worker, or a sync handler returns an awaitable): the traceback is
+      logged without the payload (unless ``log_payloads``) and the task goes to
+      the queue's failed list;
+    - its process was cancelled (by payload, by deleting the queue, or it vanished
+      from Redis): the handler is cancelled (async) or sees
+      ``current_process().cancelled`` (sync); nothing is requeued;
+    - the worker lost its lease: the handler is stopped the same way and the
+      process is left alone, since a peer owns the task now;
+    - the worker shuts down: handlers get ``grace_period`` seconds (persistent
+      ones are asked to stop at once), the rest are stopped, and deregistering
+      returns their tasks to the front, oldest first.
+
+    A handler that ended before it was asked to stop keeps its own outcome. An
+    acknowledgement Redis refuses (the process is no longer ours) changes nothing
+    and is reported to the hooks as ``on_fenced``; one that fails because Redis is
+    away is retried until it lands or is refused.
+    """
 
     def __init__(
         self,
