@@ -1,4 +1,7 @@
 -- heartbeat: refresh a worker's lease and try to take the mesh's reaper turn.
+-- The lease is refreshed with PEXPIRE, not SET: Redis refuses commands that may
+-- grow memory (SET) once maxmemory is reached under noeviction, and a worker
+-- whose heartbeat is refused would stop draining the very queue that fills Redis.
 -- KEYS[1] alive       string  the worker's liveness
 -- KEYS[2] reaper      string  held by the one worker that reaps this interval
 -- ARGV[1] worker_id
@@ -8,7 +11,7 @@
 --         1 lease refreshed and this worker reaps this interval;
 --         0 lease refreshed, another worker reaps.
 -- Errors: none.
-if not redis.call('SET', KEYS[1], '1', 'XX', 'PX', ARGV[2]) then
+if redis.call('PEXPIRE', KEYS[1], ARGV[2]) == 0 then
   return -1
 end
 if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[3]) then
