@@ -9,7 +9,8 @@ Every execution appends JSON lines to the file named by ``$FAULT_LOG`` (one
 - ``"e": "fenced"`` when the runtime reports a process that was no longer ours.
 
 Tasks of queue "jobs" are ``ID`` (finish at once), ``ID:MS`` (work MS
-milliseconds) or ``ID:hold`` (run until cancelled). A handler that sees its
+milliseconds) or ``ID:hold`` (run until cancelled), optionally followed by
+``:PADDING``. A handler that sees its
 ``cancelled`` event stops early and records "cancelled". Settings that the
 command line has no option for come from the environment: ``FAULT_POLL``
 (poll_interval), ``FAULT_MAX_RECOVERIES``, ``FAULT_SOCKET_TIMEOUT``.
@@ -71,7 +72,8 @@ worker.add_observer(_observe)
 @worker.handler(QUEUE)
 def job(task: str) -> None:
     process = worqr.current_process()
-    ident, _, how = task.partition(":")
+    ident, _, rest = task.partition(":")
+    how = rest.partition(":")[0]  # anything after a second colon is padding
     where = {"t": ident, "p": process.id, "w": process.worker_id}
     record("start", **where)
     seconds = HOLD_LIMIT if how == "hold" else int(how or 0) / 1000
