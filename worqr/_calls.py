@@ -11,7 +11,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
-from redis.exceptions import AuthenticationError, AuthorizationError
+from redis.exceptions import AuthenticationError, AuthorizationError, NoScriptError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -76,6 +76,11 @@ def is_connection_error(error: BaseException) -> bool:
 
 
 def may_resend(call: Request, error: BaseException) -> bool:
+    # NOSCRIPT means the script did not run, so any call may be resent. redis-py
+    # reloads a script once; a second flush (SCRIPT FLUSH, another failover)
+    # between that reload and its retry still reaches us.
+    if isinstance(error, NoScriptError):
+        return True
     if not is_connection_error(error):
         return False
     if isinstance(call, Subscribe):
