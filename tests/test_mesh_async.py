@@ -9,12 +9,14 @@ connection or a never-awaited coroutine fails the test.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import Awaitable
 from typing import Any
 
 import pytest
 import redis
+import redis.asyncio
 from helpers import async_wait_until
 
 import worqr
@@ -381,5 +383,38 @@ def test_many_clients_open_and_close_cleanly(redis_url: str, prefix: str) -> Non
             assert await check.get_workers() == []
             assert await check.count_processes("q") == 0
             assert await check.count_tasks("q") == 8
+
+    asyncio.run(run())
+
+
+def test_async_client_survives_scripts_flushed_under_load(
+    redis_url: str, redis_client: redis.Redis, prefix: str
+) -> None:
+    async def run() -> None:
+        settings = worqr.Settings(prefix=prefix, **LONG)
+        payloads = [f"t{i}" for i in range(200)]
+        finished: list[str | bytes] = []
+        flusher = redis.asyncio.Redis.from_url(redis_url)
+
+        async def flush() -> None:  # every millisecond, also between a reload and its retry
+            while True:
+                await flusher.script_flush()
+                await asyncio.sleep(0.001)
+
+        async with worqr.AsyncWorqr(redis_url, settings=settings) as wq:
+            await wq.start_worker()
+            flushing = asyncio.create_task(flush())
+            try:
+                for start in range(0, len(payloads), 10):
+                    await wq.enqueue_many("q", payloads[start : start + 10])
+                    for process in await wq.dequeue_many("q", 10):
+                        assert await wq.finish_process(process)
+                        finished.append(process.task)
+            finally:
+                flushing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await flushing
+                await flusher.aclose()
+        assert finished == payloads
 
     asyncio.run(run())
