@@ -169,21 +169,29 @@ def test_dequeue_whose_reply_was_lost_is_resent_and_hides_nothing(
     worker.start_worker()
     worker.start_work("q")
     producer.enqueue_many("q", ["a", "b", "c"])
-
-    with Stall(private_url, 1.0):
-        started = time.monotonic()
-        process = worker.dequeue("q")  # sent into the stall; its reply times out
-        took = time.monotonic() - started
+    with redis.Redis.from_url(private_url) as raw:
+        scripts_before = _script_calls(raw)
+        with Stall(private_url, 1.0):
+            started = time.monotonic()
+            process = worker.dequeue("q")  # sent into the stall; its reply times out
+            took = time.monotonic() - started
+        # Redis ran the dequeue more than once (the first attempt after the
+        # stall, then the resend) ...
+        assert _script_calls(raw) - scripts_before >= 2
     assert took > 0.3, "the stall did not delay the dequeue"
     assert process is not None and process.task == "a"
-    # The first attempt ran after the stall and its resend returned the same
-    # process: one task in process, none hidden.
+    # ... yet the resend returned the same process: one in process, none hidden.
     assert producer.count_processes("q") == 1
     assert producer.count_tasks("q") == 2
     assert producer.processes_exist("q", [process.id]) == [True]
     assert producer.get_stats("q")["dequeued"] == 1
     assert worker.finish_process(process) is True
     assert [p.task for p in worker.dequeue_many("q", 5)] == ["b", "c"]
+
+
+def _script_calls(raw: redis.Redis) -> int:
+    """How many EVALSHA calls the server has run (its command statistics)."""
+    return int(raw.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
 
 
 def test_enqueue_during_a_stall_is_ambiguous_and_never_doubled(
