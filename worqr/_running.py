@@ -17,9 +17,11 @@ from ._context import ProcessContext, Retry, current_process, set_current
 from ._process import Process
 
 Handler = Callable[[Any], Any]
-Reason = Literal["cancel", "lease", "shutdown"]
+Reason = Literal["cancel", "lease", "stale", "shutdown"]
 """Why the worker stopped a handler: its process was cancelled (or vanished), the
-worker lost its lease (a peer owns the task now), or the worker is shutting down."""
+worker lost its lease (a peer owns the task now), its lease went stale (no
+heartbeat landed for most of the TTL: peers may take the task soon), or the
+worker is shutting down."""
 
 
 def is_async_handler(function: Handler) -> bool:
@@ -78,6 +80,8 @@ class Running:
             return Outcome.LEASE_LOST, None
         if self.reason == "shutdown":
             return Outcome.SHUTDOWN, None
+        if self.reason == "stale":  # back to the front, unless a peer has it by now
+            return Outcome.RETRIED, None
         if self.reason == "cancel":
             return Outcome.CANCELLED, None
         if inner.cancelled():

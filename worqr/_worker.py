@@ -3,7 +3,8 @@
 One asyncio loop per worker: an `AsyncWorqr` client (heartbeat, peer
 supervision, one pub/sub connection), one puller task per queue that dequeues up
 to the free capacity when woken, a watcher that stops handlers whose process
-vanished, and one task per running process. Async handlers run on the loop;
+vanished, a fence that stops every handler when the lease goes stale, and one
+task per running process. Async handlers run on the loop;
 sync handlers in a bounded thread pool. The outcome policy is in `_running`.
 """
 
@@ -53,6 +54,10 @@ class Worker(Lifecycle):
       ``current_process().cancelled`` (sync); nothing is requeued;
     - the worker lost its lease: the handler is stopped the same way and the
       process is left alone, since a peer owns the task now;
+    - no heartbeat landed for two thirds of the TTL (Redis unreachable, a
+      partition): every handler is stopped the same way before the lease can
+      expire and peers take its task (self-fencing); the task goes back to the
+      front once Redis answers, unless a peer has it by then;
     - the worker shuts down: handlers get ``grace_period`` seconds (persistent
       ones are asked to stop at once), the rest are stopped, and deregistering
       returns their tasks to the front, oldest first.
@@ -199,7 +204,8 @@ class Worker(Lifecycle):
             asyncio.create_task(self._pull(client, queue), name=f"worqr-pull-{queue}")
             for queue in self._specs
         ]
-        return [*pullers, asyncio.create_task(self._watch(client), name="worqr-watch")]
+        fence = asyncio.create_task(self._fence(client), name="worqr-fence")
+        return [*pullers, fence, asyncio.create_task(self._watch(client), name="worqr-watch")]
 
     # -- taking work -------------------------------------------------------------
 
@@ -372,6 +378,23 @@ class Worker(Lifecycle):
         for running in list(self._running.values()):
             if running.process.worker_id == old_worker_id:
                 running.stop("lease")
+
+    async def _fence(self, client: AsyncWorqr) -> None:
+        """Self-fencing: a worker whose heartbeats stopped landing stops its
+        handlers before its lease can expire, so no task runs here while a peer
+        that failed us runs it too."""
+        tick = self.settings.client.heartbeat / 4
+        while True:
+            await asyncio.sleep(tick)
+            if self._running and not client.lease_fresh():
+                stopped = sum(running.stop("stale") for running in list(self._running.values()))
+                if stopped:
+                    logger.warning(
+                        "no heartbeat landed for %.1f s: stopped %d handlers before peers "
+                        "may take their tasks",
+                        self.settings.client.ttl * 2 / 3,
+                        stopped,
+                    )
 
     async def _watch(self, client: AsyncWorqr) -> None:
         """Pub/sub is a hint: every poll interval, stop handlers whose process
