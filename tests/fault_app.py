@@ -6,7 +6,9 @@ Every execution appends JSON lines to the file named by ``$FAULT_LOG`` (one
 - ``{"e": "start", "t": task, "p": process id, "w": worker id, "os": pid, "m": monotonic}``
   when a handler starts, and ``"e": "done"`` or ``"e": "cancelled"`` when it ends;
 - ``"e": "registered"`` / ``"lease_lost"`` (observer events, with the worker id);
-- ``"e": "fenced"`` when the runtime reports a process that was no longer ours.
+- ``"e": "fenced"`` when the runtime reports a process that was no longer ours;
+- ``"e": "stale"`` when the runtime stopped its handlers because no heartbeat
+  landed for most of the TTL (self-fencing).
 
 Tasks of queue "jobs" are ``ID`` (finish at once), ``ID:MS`` (work MS
 milliseconds) or ``ID:hold`` (run until cancelled), optionally followed by
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import time
 from typing import Any
@@ -63,6 +66,18 @@ class _Hooks(worqr.WorkerHooks):
 def _observe(event: str, fields: dict[str, Any]) -> None:
     if event in ("registered", "lease_lost"):
         record(event, w=fields["worker"])
+
+
+class _FenceLog(logging.Handler):
+    """Records the runtime's self-fencing ("no heartbeat landed ..."), after which
+    the stopped tasks may run again although the lease was never lost."""
+
+    def emit(self, entry: logging.LogRecord) -> None:
+        if entry.getMessage().startswith("no heartbeat landed"):
+            record("stale")
+
+
+logging.getLogger("worqr.worker").addHandler(_FenceLog(logging.WARNING))
 
 
 worker = worqr.Worker(settings=_settings(), hooks=[_Hooks()])

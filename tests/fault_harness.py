@@ -49,9 +49,20 @@ def children(pid: int) -> list[int]:
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The execution log's records. A line being appended right now may be read
+    half-written (appends are atomic for writers, not for readers): read again."""
+    for _ in range(100):
+        if not path.exists():
+            return []
+        text = path.read_text(errors="replace")
+        lines = text.split("\n")
+        if lines[-1]:
+            lines = lines[:-1]  # an unterminated last line is still being written
+        try:
+            return [json.loads(line) for line in lines if line.strip()]
+        except json.JSONDecodeError:
+            time.sleep(0.01)
+    raise AssertionError(f"{path} holds a line that is not JSON")
 
 
 def worker_ids(records: list[dict[str, Any]], pids: Iterable[int]) -> set[str]:
@@ -200,6 +211,16 @@ class Checker:
         alive = [self.redis.exists(f"{self.mesh_tag}:alive:{w}") for w in workers]
         return [w for w, ok in zip(workers, alive, strict=True) if not ok]
 
+    def misplaced(self) -> list[bytes]:
+        """Tasks in two places at once (queued and in process, or twice in
+        either), read in one transaction: always empty when tasks are unique."""
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.lrange(self.key("tasks"), 0, -1)
+            pipe.hvals(self.key("processes"))
+            queued, held = pipe.execute()
+        counts = Counter([*queued, *held])
+        return sorted(task for task, n in counts.items() if n > 1)
+
     def workers(self) -> set[str]:
         return {w.decode() for w in self.redis.smembers(f"{self.mesh_tag}:workers")}
 
@@ -292,6 +313,9 @@ class Checker:
         # I4: a task runs twice only if a worker holding it lost its lease.
         killed, excused = set(killed_pids), set(explained)
         lease_lost = {e["w"] for e in records if e["e"] == "lease_lost"} | excused
+        # Processes that fenced themselves (no heartbeat landed for most of the TTL).
+        fenced_os = {e["os"] for e in records if e["e"] == "stale"}
+        killed |= fenced_os
         duplicates = 0
         for task, runs in starts.items():
             if task in gone:
@@ -305,6 +329,8 @@ class Checker:
         figures.duplicates = duplicates
         figures.fenced = sum(1 for e in records if e["e"] == "fenced")
         figures.lease_losses = len({e["w"] for e in records if e["e"] == "lease_lost"})
+        if fenced_os:
+            figures.extra["self_fenced_processes"] = len(fenced_os)
         return figures
 
     def verify_cancelled(
