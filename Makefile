@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Lint only the source directories that exist yet.
 SRC_DIRS := $(wildcard worqr tests examples benchmarks deploy)
 
-.PHONY: venv test lint demo bench clean
+.PHONY: venv test lint demo bench soak clean
 
 venv: $(STAMP)
 
@@ -30,6 +30,10 @@ demo: venv
 bench: venv
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[bench]'
 	$(BIN)/python -m benchmarks.compare
+
+# Fault scenario 13: 10 minutes of traffic with periodic kills (not part of `make test`).
+soak: venv
+	$(BIN)/python tests/soak.py --minutes $(or $(MINUTES),10)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
