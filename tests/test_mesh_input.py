@@ -150,7 +150,9 @@ def test_validate_name_is_the_documented_rule() -> None:
             worqr.validate_name(name)
 
 
-@pytest.mark.parametrize("task", [1, 1.5, None, ["a"], {"a": 1}, object()], ids=repr)
+@pytest.mark.parametrize(
+    "task", [1, 1.5, None, ["a"], {"a": 1}, object()], ids=lambda task: type(task).__name__
+)
 def test_tasks_that_are_not_str_or_bytes_raise_type_error(
     task: object, make: Factory, redis_client: redis.Redis, prefix: str
 ) -> None:
