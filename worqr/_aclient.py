@@ -4,7 +4,6 @@ tasks, owned and awaited by the client, run the heartbeat and the listener."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import time
@@ -89,6 +88,7 @@ class AsyncWorqr(Shell):
         }
         self._tasks: list[asyncio.Task[None]] = []
         self._start_lock = asyncio.Lock()
+        self._closing = False  # ends a loop whose own callback called aclose()
 
     # -- driving plans ---------------------------------------------------------
 
@@ -251,7 +251,7 @@ class AsyncWorqr(Shell):
 
     async def _heartbeat_loop(self) -> None:
         outage = OutageLog("heartbeat", self._core.emit)
-        while True:
+        while not self._closing:
             await asyncio.sleep(outage.backoff() if outage.since else self.settings.heartbeat)
             try:
                 await self._drive(self._core.heartbeat(), deadline=0)
@@ -275,7 +275,7 @@ class AsyncWorqr(Shell):
         assert pubsub is not None
         outage = OutageLog("listener", self._core.emit)
         next_poll = time.monotonic() + self.settings.poll_interval
-        while True:
+        while not self._closing:
             wait = min(0.25, max(0.0, next_poll - time.monotonic()))
             try:
                 if pubsub.subscribed:
@@ -308,20 +308,22 @@ class AsyncWorqr(Shell):
             if self._core.worker_id is not None:
                 await self._drive(self._core.deregister())
         finally:
+            self._closing = True
             current = asyncio.current_task()
-            for task in self._tasks:
-                if task is not current:
-                    task.cancel()
-            for task in self._tasks:
-                if task is not current:
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-            if self._pubsub is not None:
-                await self._pubsub.aclose()  # type: ignore[no-untyped-call]
-            if self._own_subscriber and self._subscriber is not None:
-                await self._subscriber.aclose()
-            if self._own_redis:
-                await self._redis.aclose()
+            others = [task for task in self._tasks if task is not current]
+            for task in others:
+                task.cancel()
+            try:
+                if others:
+                    # wait() swallows nothing: a cancel aimed at aclose() itself propagates.
+                    await asyncio.wait(others)
+            finally:
+                if self._pubsub is not None:
+                    await self._pubsub.aclose()  # type: ignore[no-untyped-call]
+                if self._own_subscriber and self._subscriber is not None:
+                    await self._subscriber.aclose()
+                if self._own_redis:
+                    await self._redis.aclose()
 
     async def __aenter__(self) -> AsyncWorqr:
         return self
