@@ -10,12 +10,14 @@ import os
 import signal
 import threading
 import time
+from typing import Any
 
 import pytest
 from helpers import async_wait_until, wait_until
 from worker_helpers import FAST, Runner, client, runner, settings
 
 import worqr
+from worqr._keys import MeshKeys
 
 __all__ = ["client", "runner"]  # fixtures
 
@@ -237,3 +239,23 @@ def test_settings_are_validated() -> None:
     for bad in ({"concurrency": 0}, {"grace_period": -1}, {"batch": 0}, {"queue_limits": {"q": 0}}):
         with pytest.raises((ValueError, TypeError)):
             worqr.WorkerSettings(client=client, **bad)  # type: ignore[arg-type]
+
+
+def test_leaving_covers_a_join_that_was_abandoned_halfway(
+    redis_url: str, redis_client: Any, prefix: str
+) -> None:
+    # A worker's puller rejoins a queue (after a delete, or a lost membership)
+    # inside a dequeue; a shutdown may cancel it between the join's scripts.
+    keys = MeshKeys(prefix).queue("q")
+    wq = worqr.Worqr(redis_url, settings=worqr.Settings(prefix=prefix, **FAST))
+    worker_id = wq.start_worker()
+    plan = wq._core.start_work("q")
+    request = next(plan)  # add_worker_queue
+    request = plan.send(wq._execute(request, 1.0))  # join_queue: member and idle now
+    wq._execute(request, 1.0)
+    plan.close()  # abandoned, as when the task driving it is cancelled
+    assert redis_client.sismember(keys.idle, worker_id)
+    wq.close()
+    # Otherwise an enqueue could pick the departed id as the idle worker to wake.
+    assert redis_client.smembers(keys.members) == set()
+    assert redis_client.smembers(keys.idle) == set()

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._calls import Call, Plan, Subscribe, command, script
-from ._errors import AmbiguousResultError
+from ._errors import AmbiguousResultError, WorqrError
 from ._eviction import check_eviction_policy
 from ._keys import QueueKeys
 from ._process import Process, decode_task
@@ -43,6 +43,15 @@ ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
 REGISTRY_REFRESH = 30.0  # seconds between re-adding a queue to the registry
 
 
+def _with_count(error: Exception, done: int, total: int) -> Exception:
+    """``error`` (same type when possible) saying how much of an enqueue_many applied."""
+    message = f"{done} of {total} tasks were enqueued, the rest were not: {error}"
+    try:
+        return type(error)(message)
+    except Exception:  # a constructor that wants other arguments
+        return WorqrError(message)
+
+
 def _worker_id() -> str:
     host = re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname())[:40] or "host"
     return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
@@ -55,6 +64,9 @@ class Core(Reads):
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.working: set[str] = set()
+        # Queues whose join began but has not completed (its plan may have been
+        # abandoned, e.g. a cancelled task): leaving must cover them too.
+        self._joining: set[str] = set()
         self.last_heartbeat = 0.0  # monotonic time the last successful heartbeat was sent
         self.lease_lost_hooks: list[Callable[[str], object]] = []
         self.observers: list[Observer] = []
@@ -125,6 +137,12 @@ class Core(Reads):
                     f"{done} of {len(payloads)} tasks were enqueued; the next "
                     f"{len(batch)} may or may not have been"
                 ) from None
+            except Exception as error:
+                if done == 0:
+                    raise
+                # Earlier batches stay enqueued: say so, or a caller that retries
+                # the whole call enqueues them twice (e.g. Redis filled up meanwhile).
+                raise _with_count(error, done, len(payloads)) from error
             done += len(batch)
         return done
 
@@ -191,8 +209,11 @@ class Core(Reads):
 
     def start_work(self, queue: str) -> Plan[None]:
         worker = self.require_worker()
-        yield from self._join(self.queue_keys(queue), queue, worker)
+        keys = self.queue_keys(queue)
+        self._joining.add(queue)
+        yield from self._join(keys, queue, worker)
         self.working.add(queue)
+        self._joining.discard(queue)
 
     def _join(self, keys: QueueKeys, queue: str, worker: str) -> Plan[None]:
         # Mesh registry first, so a reaper that fails the worker always finds the queue.
@@ -453,7 +474,7 @@ class Core(Reads):
         for hook in self.lease_lost_hooks:
             hook(old)
         queues = sorted(self.working)
-        for queue in queues:
+        for queue in sorted(self.working | self._joining):
             yield from self._requeue_owned(self.mesh.queue(queue), old, "fail")
         yield from self._forget(old, only_if_dead=True)
         for queue in queues:
@@ -469,11 +490,12 @@ class Core(Reads):
         if worker is None:
             return
         self._leaving = True
-        for queue in sorted(self.working):
+        for queue in sorted(self.working | self._joining):
             yield from self._requeue_owned(self.mesh.queue(queue), worker, "leave")
             yield from self._unsubscribe_wake(self.mesh.queue(queue), worker)
         yield from self._forget(worker, only_if_dead=False)
         self.working.clear()
+        self._joining.clear()
         self.worker_id = None
 
     # -- notifications ---------------------------------------------------------
