@@ -117,3 +117,26 @@ def test_noeviction_and_a_forbidden_config_are_quiet(
             assert wq.start_worker()
             wq.enqueue("q", "x")
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_enqueue_many_that_fills_redis_says_how_many_went_in(
+    make_redis: Callable[..., EmbeddedRedis],
+) -> None:
+    """Batches are separate scripts: when Redis fills up after the first, the
+    error must say how many tasks were enqueued, or a caller that retries the
+    whole call enqueues those twice."""
+    limit = 8 * 1024 * 1024
+    server = make_redis(extra_args=["--maxmemory", str(limit), "--maxmemory-policy", "noeviction"])
+    prefix = f"f{uuid.uuid4().hex[:10]}"
+    with redis.Redis.from_url(server.url) as admin, worqr.Worqr(server.url, prefix=prefix) as wq:
+        index = 0
+        while int(admin.info("memory")["used_memory"]) < limit - 1600 * 1024:
+            admin.set(f"ballast{index}", b"b" * 64 * 1024)  # small writes: no big query buffer
+            index += 1
+        tasks = [f"{i:06d}".encode() + b"p" * 1024 for i in range(3000)]  # 3 MB, 3 batches
+        with pytest.raises(redis.exceptions.OutOfMemoryError) as caught:
+            wq.enqueue_many(QUEUE, tasks)
+        queued = wq.count_tasks(QUEUE)
+        assert 0 < queued < len(tasks)
+        assert f"{queued} of {len(tasks)} tasks were enqueued" in str(caught.value)
+        assert "maxmemory" in str(caught.value)
