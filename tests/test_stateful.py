@@ -22,7 +22,8 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pytest
@@ -42,7 +43,6 @@ import worqr
 from worqr._keys import MeshKeys  # the one place key names are formatted
 
 QUEUE = "q"
-MAX_RECOVERIES = 1  # a task survives one failover; the second dead-letters it
 
 ALIVE, ZOMBIE, FAILED = "alive", "zombie", "failed"
 """A worker client's state: ZOMBIE = its alive key is gone but nobody failed it
@@ -76,7 +76,7 @@ class Model:
     failed: list[str] = field(default_factory=list)  # as LRANGE shows it: newest first
     recoveries: Counter[str] = field(default_factory=Counter)
 
-    def requeue(self, worker: str, mode: str) -> None:
+    def requeue(self, worker: str, mode: str, max_recoveries: int) -> None:
         """requeue_owned.lua: newest first to the front, so the oldest is next."""
         mine = sorted(
             (pid for pid, held in self.processes.items() if held.worker == worker),
@@ -85,9 +85,9 @@ class Model:
         )
         for pid in mine:
             payload = self.processes.pop(pid).payload
-            if mode == "fail":
+            if mode == "fail" and max_recoveries >= 0:
                 self.recoveries[payload] += 1
-                if self.recoveries[payload] > MAX_RECOVERIES:
+                if self.recoveries[payload] > max_recoveries:
                     del self.recoveries[payload]
                     self.failed.insert(0, payload)
                     continue
@@ -109,8 +109,9 @@ def _text(value: bytes) -> str:
 
 
 class MeshMachine(RuleBasedStateMachine):
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, closer: Callable[[Callable[[], None]], object]) -> None:
         super().__init__()
+        self.closer = closer
         self.prefix = f"s{uuid.uuid4().hex[:10]}"  # fresh per example
         self.raw = redis.Redis.from_url(url)
         # ttl/heartbeat far beyond an example's length: no timer ever fires.
@@ -119,7 +120,6 @@ class MeshMachine(RuleBasedStateMachine):
             ttl=60.0,
             heartbeat=20.0,
             poll_interval=60.0,
-            max_recoveries=MAX_RECOVERIES,
             requeue_chunk=2,  # failing a worker takes several script calls
         )
         self.url = url
@@ -130,6 +130,7 @@ class MeshMachine(RuleBasedStateMachine):
         self.names = itertools.count()
         self.dequeues = itertools.count(1)
         self.reaper_lock_taken = False
+        self.max_recoveries = 0  # the queue's, drawn in start_workers
         self.mesh = MeshKeys(self.prefix)
         self.keys = self.mesh.queue(QUEUE)
 
@@ -171,7 +172,7 @@ class MeshMachine(RuleBasedStateMachine):
         for order in itertools.permutations(zombies):
             candidate = self.model.copy()
             for w in order:
-                candidate.requeue(w.worker_id, "fail")
+                candidate.requeue(w.worker_id, "fail", self.max_recoveries)
             if candidate.queue == queue and candidate.failed == failed:
                 self.model = candidate
                 break
@@ -191,16 +192,33 @@ class MeshMachine(RuleBasedStateMachine):
 
     # -- setup -----------------------------------------------------------------
 
-    @initialize(count=st.integers(2, 3))
-    def start_workers(self, count: int) -> None:
-        for _ in range(count):
+    @initialize(
+        takes=st.lists(st.integers(0, 3), min_size=2, max_size=3),
+        backlog=st.integers(0, 10),
+        max_recoveries=st.sampled_from([1, 0, -1]),
+    )
+    def start_workers(self, takes: list[int], backlog: int, max_recoveries: int) -> None:
+        """2-3 workers; a backlog, and each worker holding some of it, so that most
+        steps act on a mesh with processes in flight."""
+        # The queue's own setting (0: the first failover dead-letters, -1: never).
+        self.producer.configure_queue(QUEUE, max_recoveries=max_recoveries)
+        self.max_recoveries = max_recoveries
+        self.enqueue(backlog)
+        for count in takes:
             client = worqr.Worqr(self.url, settings=self.settings)
             self.workers.append(WorkerModel(client, client.start_worker()))
+            if count:
+                self.take(len(self.workers) - 1, count)
 
     def teardown(self) -> None:
-        clients = [self.producer] + [w.client for w in self.workers]
-        with ThreadPoolExecutor(len(clients)) as pool:  # each close joins its threads
-            list(pool.map(lambda c: c.close(), clients))
+        # Closing a client joins its listener thread (up to a quarter second), so
+        # clients close in the background while the next example runs; the test
+        # waits for every close before it returns.
+        self.closer(self.close_all)
+
+    def close_all(self) -> None:
+        for client in [self.producer] + [w.client for w in self.workers]:
+            client.close()
         keys = list(self.raw.scan_iter(match=f"{{{self.prefix}[:}}]*", count=1000))
         if keys:
             self.raw.delete(*keys)
@@ -208,17 +226,13 @@ class MeshMachine(RuleBasedStateMachine):
 
     # -- producing -------------------------------------------------------------
 
-    @rule()
-    def enqueue(self) -> None:
-        payload = self.new_payload()
-        self.producer.enqueue(QUEUE, payload)
-        self.accepted.append(payload)
-        self.model.queue.append(payload)
-
     @rule(count=st.integers(0, 4))
-    def enqueue_many(self, count: int) -> None:
+    def enqueue(self, count: int) -> None:
         payloads = [self.new_payload() for _ in range(count)]
-        assert self.producer.enqueue_many(QUEUE, payloads) == count
+        if count == 1:
+            self.producer.enqueue(QUEUE, payloads[0])
+        else:
+            assert self.producer.enqueue_many(QUEUE, payloads) == count
         self.accepted += payloads
         self.model.queue += payloads
 
@@ -242,94 +256,85 @@ class MeshMachine(RuleBasedStateMachine):
 
     # -- working ---------------------------------------------------------------
 
-    def expect_dequeue_refused(self, w: WorkerModel) -> bool:
-        """A failed worker may not dequeue; nor may a dead one that must rejoin."""
-        return w.state == FAILED or (w.state == ZOMBIE and not w.working)
-
-    @rule(index=st.integers(0, 2))
-    def dequeue(self, index: int) -> None:
+    @rule(index=st.integers(0, 2), count=st.integers(1, 3))
+    def take(self, index: int, count: int) -> None:
+        """dequeue (count 1) or dequeue_many."""
         w = self.worker(index)
-        if self.expect_dequeue_refused(w):
+        # A failed worker may not dequeue; nor may a dead one that must rejoin first.
+        if w.state == FAILED or (w.state == ZOMBIE and not w.working):
             with pytest.raises(worqr.LeaseLostError):
-                w.client.dequeue(QUEUE)
+                if count == 1:
+                    w.client.dequeue(QUEUE)
+                else:
+                    w.client.dequeue_many(QUEUE, count)
             w.working = False  # the client forgets the queue it was expelled from
             return
-        process = w.client.dequeue(QUEUE)
-        self.took(w, [] if process is None else [process], 1)
+        if count == 1:
+            process = w.client.dequeue(QUEUE)
+            self.took(w, [] if process is None else [process], 1)
+        else:
+            self.took(w, w.client.dequeue_many(QUEUE, count), count)
 
-    @rule(index=st.integers(0, 2), count=st.integers(1, 3))
-    def dequeue_many(self, index: int, count: int) -> None:
+    @precondition(lambda self: self.has_handles())
+    @rule(index=st.integers(0, 100), how=st.sampled_from(["finish", "stop", "dead_letter"]))
+    def acknowledge(self, index: int, how: str) -> None:
+        """finish_process, stop_process or fail_process of any process a client was
+        ever handed: True exactly when the model still has the process."""
+        w, pid = self.handle(index)
+        held = self.model.processes.pop(pid, None)
+        if held is not None:
+            if how == "stop":
+                self.model.queue.insert(0, held.payload)
+            else:
+                self.model.recoveries.pop(held.payload, None)
+                if how == "finish":
+                    self.model.finished.append(held.payload)
+                else:
+                    self.model.failed.insert(0, held.payload)
+        acknowledge = {
+            "finish": w.client.finish_process,
+            "stop": w.client.stop_process,
+            "dead_letter": w.client.fail_process,
+        }[how]
+        assert acknowledge(pid) is (held is not None)
+
+    @rule(index=st.integers(0, 2), start=st.booleans())
+    def work(self, index: int, start: bool) -> None:
+        """start_work, or stop_work (its processes go back to the front)."""
         w = self.worker(index)
-        if self.expect_dequeue_refused(w):
-            with pytest.raises(worqr.LeaseLostError):
-                w.client.dequeue_many(QUEUE, count)
+        if not start:
+            w.client.stop_work(QUEUE)
+            self.model.requeue(w.worker_id, "leave", self.max_recoveries)
             w.working = False
-            return
-        self.took(w, w.client.dequeue_many(QUEUE, count), count)
-
-    @precondition(lambda self: self.has_handles())
-    @rule(index=st.integers(0, 100))
-    def finish(self, index: int) -> None:
-        w, pid = self.handle(index)
-        held = self.model.processes.pop(pid, None)
-        if held is not None:
-            self.model.finished.append(held.payload)
-            self.model.recoveries.pop(held.payload, None)
-        assert w.client.finish_process(pid) is (held is not None)
-
-    @precondition(lambda self: self.has_handles())
-    @rule(index=st.integers(0, 100))
-    def stop(self, index: int) -> None:
-        w, pid = self.handle(index)
-        held = self.model.processes.pop(pid, None)
-        if held is not None:
-            self.model.queue.insert(0, held.payload)
-        assert w.client.stop_process(pid) is (held is not None)
-
-    @precondition(lambda self: self.has_handles())
-    @rule(index=st.integers(0, 100))
-    def dead_letter(self, index: int) -> None:
-        w, pid = self.handle(index)
-        held = self.model.processes.pop(pid, None)
-        if held is not None:
-            self.model.failed.insert(0, held.payload)
-            self.model.recoveries.pop(held.payload, None)
-        assert w.client.fail_process(pid) is (held is not None)
-
-    @rule(index=st.integers(0, 2))
-    def start_work(self, index: int) -> None:
-        w = self.worker(index)
-        if w.state != ALIVE:
+        elif w.state != ALIVE:
             with pytest.raises(worqr.LeaseLostError):
                 w.client.start_work(QUEUE)
-            return
-        w.client.start_work(QUEUE)
-        w.working = True
-
-    @rule(index=st.integers(0, 2))
-    def stop_work(self, index: int) -> None:
-        w = self.worker(index)
-        w.client.stop_work(QUEUE)
-        self.model.requeue(w.worker_id, "leave")
-        w.working = False
+        else:
+            w.client.start_work(QUEUE)
+            w.working = True
 
     @rule(index=st.integers(0, 2))
     def fail_worker(self, index: int) -> None:
         w = self.worker(index)
         before = len(self.model.queue)
         if w.working:
-            self.model.requeue(w.worker_id, "release")
+            self.model.requeue(w.worker_id, "release", self.max_recoveries)
         assert w.client.fail_worker() == len(self.model.queue) - before
 
     # -- liveness --------------------------------------------------------------
 
-    @rule(index=st.integers(0, 2))
-    def kill(self, index: int) -> None:
-        """The worker stops heartbeating; its lease is gone."""
+    @rule(index=st.integers(0, 2), then=st.sampled_from(["", "reap", "heartbeat"]))
+    def kill(self, index: int, then: str) -> None:
+        """The worker stops heartbeating; its lease is gone. ``then``: right after,
+        a peer reaps, or the worker's own next heartbeat finds out."""
         w = self.worker(index)
         self.raw.delete(self.mesh.alive(w.worker_id))
         if w.state == ALIVE:
             w.state = ZOMBIE
+        if then == "reap":
+            self.reap(index + 1)
+        elif then == "heartbeat":
+            self.heartbeat(index, new_turn=False)
 
     @rule(index=st.integers(0, 3))
     def reap(self, index: int) -> None:
@@ -338,8 +343,12 @@ class MeshMachine(RuleBasedStateMachine):
         assert reaper.reap() == len(zombies)
         self.reap_all(zombies)
 
-    @rule(index=st.integers(0, 2))
-    def heartbeat(self, index: int) -> None:
+    @rule(index=st.integers(0, 2), new_turn=st.booleans())
+    def heartbeat(self, index: int, new_turn: bool) -> None:
+        """One heartbeat; ``new_turn``: the mesh's reaper lock expired before it."""
+        if new_turn:
+            self.raw.delete(self.mesh.reaper)
+            self.reaper_lock_taken = False
         w = self.worker(index)
         old = w.worker_id
         result = w.client.heartbeat()
@@ -354,16 +363,10 @@ class MeshMachine(RuleBasedStateMachine):
         # The lease is gone: the worker fails its old id itself and re-registers.
         assert result == "recovered"
         if w.working:
-            self.model.requeue(old, "fail")
+            self.model.requeue(old, "fail", self.max_recoveries)
         assert w.client.worker_id not in (None, old)
         w.worker_id = str(w.client.worker_id)
         w.state = ALIVE
-
-    @rule()
-    def reaper_turn_ends(self) -> None:
-        """The reaper lock expires: the next heartbeat reaps again."""
-        self.raw.delete(self.mesh.reaper)
-        self.reaper_lock_taken = False
 
     # -- the checks --------------------------------------------------------------
 
@@ -419,8 +422,15 @@ class MeshMachine(RuleBasedStateMachine):
         assert recoveries == {k: v for k, v in model.recoveries.items() if v}
 
 
+# A passing run takes seconds; a failing one shrinks for minutes before it prints
+# the minimal failing sequence, which the default timeout would swallow.
+@pytest.mark.timeout(900)
 def test_random_operations_keep_every_invariant(redis_url: str) -> None:
-    run_state_machine_as_test(
-        lambda: MeshMachine(redis_url),
-        settings=settings(max_examples=40, stateful_step_count=30, deadline=None),
-    )
+    closes: list[Future[None]] = []
+    with ThreadPoolExecutor(8) as pool:
+        run_state_machine_as_test(
+            lambda: MeshMachine(redis_url, lambda close: closes.append(pool.submit(close))),
+            settings=settings(max_examples=40, stateful_step_count=30, deadline=None),
+        )
+    for close in closes:
+        close.result()  # a close that failed fails the test
