@@ -1,4 +1,4 @@
-"""Shared pieces of the core behaviour tests (tests/test_core_*.py).
+"""Shared pieces of tests/test_core_api.py.
 
 `Clients` opens `worqr.Worqr` clients on one prefix and closes every one of them
 at teardown. "Manual" clients have a heartbeat so long that their background
@@ -7,7 +7,6 @@ thread never runs during a test: the test drives heartbeats and reaping itself.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +15,6 @@ import redis
 
 import worqr
 from worqr._keys import MeshKeys, QueueKeys  # the one place key names are formatted
-from worqr._scripts import source
 
 # Long enough that no background heartbeat (nor reaping) happens during a test.
 MANUAL = {"ttl": 60.0, "heartbeat": 20.0}
@@ -110,43 +108,3 @@ def keys_under(raw: redis.Redis, prefix: str) -> list[bytes]:
 def queue_keys(prefix: str, queue: str) -> QueueKeys:
     """The key names of one queue (`worqr._keys.QueueKeys`)."""
     return MeshKeys(prefix).queue(queue)
-
-
-class CountingRedis(redis.Redis):
-    """A real client that records the script sha of every EVALSHA it sends."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.scripts_sent: list[str] = []
-
-    def execute_command(self, *args: Any, **options: Any) -> Any:
-        if args and args[0] == "EVALSHA":
-            self.scripts_sent.append(str(args[1]))
-        return super().execute_command(*args, **options)
-
-
-def sha(script: str) -> str:
-    """The SHA1 Redis knows a worqr script by."""
-    return hashlib.sha1(source(script).encode("utf-8")).hexdigest()
-
-
-def race(*calls: Callable[[], Any]) -> list[Any]:
-    """Run ``calls`` at the same moment, one thread each; their results in order."""
-    go = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        try:
-            go.wait()
-            results[i] = calls[i]()
-        except BaseException as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    assert not errors, errors
-    return results

@@ -11,7 +11,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import subprocess
+import sys
+import textwrap
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -310,3 +314,45 @@ def test_failing_a_big_worker_runs_in_short_chunks(
     assert len(calls) >= math.ceil(5000 / peer.settings.requeue_chunk) > 1  # chunked
     assert max(calls) < 50_000, f"a requeue_owned call took {max(calls)} µs"
     assert queued(redis_client, prefix, "q") == payloads
+
+
+WORKER_SCRIPT = textwrap.dedent(
+    """
+    import sys, time, worqr
+    wq = worqr.Worqr(sys.argv[1], prefix=sys.argv[2], ttl=0.6, heartbeat=0.2)
+    wq.start_worker()
+    held = wq.dequeue_many("q", 2)
+    print(" ".join(p.id for p in held), flush=True)
+    time.sleep(60)  # holds its tasks until it is killed
+    """
+)
+
+
+def test_sigkilled_worker_is_failed_by_a_peer_within_ttl_plus_heartbeat(
+    make: Factory, redis_url: str, prefix: str, redis_client: redis.Redis
+) -> None:
+    """The timers, for real: a worker process is SIGKILLed while it holds two
+    tasks; a peer's own heartbeats notice and return them within about
+    ttl + heartbeat."""
+    producer = make(start=False)
+    producer.enqueue_many("q", ["a", "b", "c"])
+    peer = make(ttl=0.6, heartbeat=0.2)
+    child = subprocess.Popen(
+        [sys.executable, "-c", WORKER_SCRIPT, redis_url, prefix], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        assert len(child.stdout.readline().split()) == 2
+        assert producer.count_processes("q") == 2
+        child.kill()
+        child.wait(10)
+        killed = time.monotonic()
+        wait_until(lambda: producer.count_tasks("q") == 3, timeout=5, message="peer failover")
+        took = time.monotonic() - killed
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+    assert took <= 0.6 + 2 * 0.2 + 0.5, took  # ttl + heartbeat (+ a reaper turn) + slack
+    assert queued(redis_client, prefix, "q") == ["a", "b", "c"]
+    assert producer.get_workers() == [peer.worker_id]

@@ -400,3 +400,42 @@ def test_cancel_racing_dequeue_and_worker_death(
     assert not {t.encode() for t in targets} & set(everywhere)
     # The race was real: some cancels caught copies in process.
     wait_until(lambda: any(cancels), message="no cancel ever hit a process")
+
+
+def at_once(go: threading.Barrier, call: Callable[[], int]) -> int:
+    """``call()`` as soon as every party of ``go`` is ready."""
+    go.wait()
+    return call()
+
+
+def test_cancel_racing_the_reaping_of_its_dead_worker_never_brings_the_task_back(
+    make: Factory, redis_client: redis.Redis, prefix: str
+) -> None:
+    """The worker holding "x" is dead; a peer reaps it while a producer cancels
+    "x", both at once, many rounds. Whichever script runs first, "x" ends up
+    nowhere (cancelled in process, or requeued and then removed from the queue)."""
+    producer, worker, peer = make(), make(), make()
+    for client in (worker, peer):
+        client.start_worker()
+        client.start_work("q")
+    keys = MeshKeys(prefix).queue("q")
+    for round_ in range(15):
+        producer.enqueue_many("q", ["x", f"other-{round_}"])
+        held = worker.dequeue("q")
+        assert held is not None and held.task == "x"
+        assert worker.worker_id is not None
+        assert redis_client.delete(MeshKeys(prefix).alive(worker.worker_id)) == 1
+        go = threading.Barrier(2)
+        with ThreadPoolExecutor(2) as pool:
+            cancel = pool.submit(at_once, go, lambda: producer.cancel_tasks("q", "x"))
+            reap = pool.submit(at_once, go, peer.reap)
+            assert (cancel.result(30), reap.result(30)) == (1, 1)
+        assert b"x" not in redis_client.lrange(keys.tasks, 0, -1)
+        assert b"x" not in redis_client.hvals(keys.processes)
+        assert worker.heartbeat() == "recovered"  # the same client, a new id
+        assert worker.finish_process(held) is False
+        other = peer.dequeue("q")
+        assert other is not None and other.task == f"other-{round_}"
+        assert peer.finish_process(other)
+        assert peer.dequeue("q") is None
+    assert producer.get_stats("q")["cancelled"] == 15

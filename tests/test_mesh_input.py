@@ -38,6 +38,7 @@ BAD_NAMES: list[tuple[object, type[Exception]]] = [
     ("tab\t", ValueError),
     ("del\x7f", ValueError),
     ("c1\x85", ValueError),
+    ("surrogate\ud800", ValueError),
     (42, TypeError),
     (None, TypeError),
     (b"bytes", TypeError),
@@ -92,6 +93,7 @@ def queue_calls(client: worqr.Worqr, name: Any) -> list[Callable[[], object]]:
         lambda: client.get_stats(name),
         lambda: client.configure_queue(name, max_recoveries=1),
         lambda: client.processes_exist(name, ["pid"]),
+        lambda: client.count_worker_processes(name, "w"),
         lambda: client.requeue_failed(name),
         lambda: client.purge_failed(name),
         lambda: client.on(name, lambda event, message: None),
@@ -140,6 +142,21 @@ def test_bad_prefixes_raise(name: object, error: type[Exception], redis_url: str
         worqr.Worqr(redis_url, prefix=name)  # type: ignore[arg-type]
     with pytest.raises(error):
         worqr.AsyncWorqr(redis_url, prefix=name)  # type: ignore[arg-type]
+
+
+def test_bad_names_say_what_is_wrong() -> None:
+    with pytest.raises(ValueError, match="must not be empty"):
+        worqr.validate_name("")
+    with pytest.raises(ValueError, match=str(worqr.MAX_NAME_CHARS)):
+        worqr.validate_name("x" * 300)
+    with pytest.raises(ValueError, match="hash tags"):
+        worqr.validate_name("a{b}")
+    with pytest.raises(ValueError, match="control character"):
+        worqr.validate_name("a\x1bb")
+    with pytest.raises(TypeError, match="must be str"):
+        worqr.validate_name(b"q")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="prefix"):
+        worqr.Settings(prefix="bad{prefix")
 
 
 def test_validate_name_is_the_documented_rule() -> None:
@@ -352,6 +369,22 @@ def test_a_wrong_password_never_shows_in_errors_or_logs(
     assert not [r for r in caplog.records if wrong in r.getMessage()]
     with redis.Redis.from_url(url_with(locked_redis, PASSWORD)) as raw:
         assert raw.dbsize() == 0  # nothing was written
+
+
+def test_an_unreachable_server_never_shows_the_password(
+    make_redis: Callable[..., EmbeddedRedis], prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    server = make_redis()
+    server.stop()  # nobody listens on its port now
+    settings = worqr.Settings(prefix=prefix, retry_deadline=0.2)
+    with worqr.Worqr(url_with(server, PASSWORD), settings=settings) as client:
+        for call in (lambda: client.count_tasks("q"), client.start_worker):
+            with pytest.raises(worqr.RedisUnavailableError) as caught:
+                call()
+            text = "".join(traceback.format_exception(caught.value)) + repr(caught.value)
+            assert PASSWORD not in text
+    assert PASSWORD not in caplog.text
 
 
 # -- settings -------------------------------------------------------------------------------

@@ -122,6 +122,26 @@ def test_enqueue_many_wakes_one_idle_worker_per_task(
     assert sum(len(r.wakes()) for r in recorders) == 5
 
 
+def test_a_worker_that_got_what_it_asked_for_is_not_woken(
+    make: Factory, redis_client: redis.Redis, prefix: str
+) -> None:
+    """Only a worker whose last dequeue came back short waits in the idle set:
+    one that got everything it asked for is busy and hears nothing."""
+    producer = make()
+    producer.enqueue_many("q", ["a", "b"])
+    worker, recorder = idle_worker(make)
+    idle = MeshKeys(prefix).queue("q").idle
+    assert worker.dequeue("q") is not None  # got what it asked for: busy
+    assert not redis_client.sismember(idle, str(worker.worker_id))
+    producer.enqueue("q", "c")
+    fence(redis_client, prefix, [recorder])
+    assert recorder.wakes() == []
+    assert len(worker.dequeue_many("q", 5)) == 2  # b and c, but it asked for more: idle
+    assert redis_client.sismember(idle, str(worker.worker_id))
+    producer.enqueue("q", "d")
+    wait_until(lambda: recorder.wakes() == [1], message="the idle worker was not woken")
+
+
 def test_a_woken_worker_that_drains_the_queue_waits_again(
     make: Factory, redis_client: redis.Redis, prefix: str
 ) -> None:
