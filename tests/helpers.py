@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -47,3 +48,12 @@ async def async_wait_until(
         if time.monotonic() >= deadline:
             raise _timed_out(timeout, message, result)
         await asyncio.sleep(interval)
+
+
+def scrape_metrics(port: int) -> str | None:
+    """The text of ``http://127.0.0.1:port/metrics``, or None while nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as reply:
+            return str(reply.read().decode())
+    except OSError:
+        return None

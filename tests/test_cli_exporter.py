@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import signal
-import urllib.request
 
 from cli_helpers import run_cli, start_cli
-from helpers import wait_until
+from helpers import scrape_metrics, wait_until
 
 import worqr
 from worqr.embedded import free_port
-
-
-def scrape(port: int) -> str | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as reply:
-            return str(reply.read().decode())
-    except OSError:
-        return None
 
 
 def test_exporter_serves_queue_figures_and_exits_0_on_sigterm(redis_url: str, prefix: str) -> None:
@@ -26,7 +17,7 @@ def test_exporter_serves_queue_figures_and_exits_0_on_sigterm(redis_url: str, pr
     port = free_port()
     process = start_cli("exporter", "--url", redis_url, "--prefix", prefix, "--port", str(port))
     try:
-        text = wait_until(lambda: scrape(port), timeout=10, message="exporter not serving")
+        text = wait_until(lambda: scrape_metrics(port), timeout=10, message="exporter not serving")
         assert 'worqr_queue_tasks{queue="mail"} 3.0' in text
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0

@@ -7,24 +7,15 @@ import signal
 import socket
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Callable
 
 import pytest
 import redis
-from helpers import wait_until
+from helpers import scrape_metrics, wait_until
 
 from worqr import Worqr
 from worqr.embedded import EmbeddedRedis, free_port
 from worqr.metrics.exporter import main
-
-
-def fetch(port: int) -> str | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as reply:
-            return str(reply.read().decode())
-    except OSError:
-        return None
 
 
 def test_exporter_serves_the_mesh_and_stops_on_sigterm(redis_url: str, prefix: str) -> None:
@@ -46,7 +37,7 @@ def test_exporter_serves_the_mesh_and_stops_on_sigterm(redis_url: str, prefix: s
         stderr=subprocess.PIPE,
     )
     try:
-        text = wait_until(lambda: fetch(port), timeout=15, message="exporter serving")
+        text = wait_until(lambda: scrape_metrics(port), timeout=15, message="exporter serving")
         assert 'worqr_queue_tasks{queue="mail"} 2.0' in text
         assert "worqr_collector_up 1.0" in text
         # Bound to 127.0.0.1 only: another address of this host is refused
@@ -76,7 +67,7 @@ def test_a_password_never_shows(make_redis: Callable[..., EmbeddedRedis]) -> Non
         stderr=subprocess.PIPE,
     )
     try:
-        text = wait_until(lambda: fetch(port), timeout=15, message="exporter serving")
+        text = wait_until(lambda: scrape_metrics(port), timeout=15, message="exporter serving")
         assert "worqr_collector_up 0.0" in text  # AUTH fails: reported, not raised
         assert secret not in text
         exporter.send_signal(signal.SIGTERM)
