@@ -19,13 +19,15 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._calls import Call, Plan, Subscribe, command, script
-from ._errors import AmbiguousResultError, WorqrError
+from redis.exceptions import NoScriptError, ResponseError
+
+from ._calls import Call, Pinned, Plan, Subscribe, command, script
+from ._errors import AmbiguousResultError, ReplicationTimeoutError, WorqrError
 from ._eviction import check_eviction_policy
 from ._keys import QueueKeys
 from ._process import Process, decode_task
 from ._reads import MGET_BATCH, Reads, text
-from ._scripts import IdTakenError, NotMemberError
+from ._scripts import IdTakenError, NotMemberError, source, translate
 from ._settings import Settings
 
 logger = logging.getLogger("worqr")
@@ -124,12 +126,9 @@ class Core(Reads):
         for start in range(0, len(payloads), ENQUEUE_BATCH):
             batch = payloads[start : start + ENQUEUE_BATCH]
             try:
-                yield script(
-                    "enqueue",
-                    (keys.tasks, keys.idle, keys.stats),
-                    (keys.wake_prefix, *batch),
-                    idempotent=False,
-                )
+                yield from self._push(keys, batch, done, len(payloads))
+            except ReplicationTimeoutError:
+                raise
             except AmbiguousResultError:
                 if len(payloads) == 1:
                     raise
@@ -145,6 +144,43 @@ class Core(Reads):
                 raise _with_count(error, done, len(payloads)) from error
             done += len(batch)
         return done
+
+    def _push(self, keys: QueueKeys, batch: list[bytes], done: int, total: int) -> Plan[None]:
+        """One enqueue script call; with ``wait_replicas``, followed on the same
+        connection by ``WAIT``, and a `ReplicationTimeoutError` if too few
+        replicas acknowledged in time."""
+        call = script(
+            "enqueue",
+            (keys.tasks, keys.idle, keys.stats),
+            (keys.wake_prefix, *batch),
+            idempotent=False,
+        )
+        required = self.settings.wait_replicas
+        if not required:
+            yield call
+            return
+        wait = command("WAIT", required, self.settings.wait_timeout_ms)
+        reply, acked = yield Pinned((call, wait))
+        if isinstance(reply, NoScriptError):  # the script did not run: load it, send again
+            yield command("SCRIPT", "LOAD", source("enqueue"))
+            reply, acked = yield Pinned((call, wait))
+        if isinstance(reply, ResponseError):
+            raise translate(reply)
+        if isinstance(acked, ResponseError):
+            raise acked
+        if int(acked) < required:
+            applied = done + len(batch)
+            rest = f"; the other {total - applied} were not enqueued" if applied < total else ""
+            raise ReplicationTimeoutError(
+                f"{len(batch)} task(s) ARE enqueued on the master, but only {acked} of "
+                f"{required} replicas acknowledged them within {self.settings.wait_timeout:g}s "
+                f"(Settings.wait_replicas/wait_timeout): they are lost if the master fails "
+                f"before replicating them; enqueueing them again would run them twice{rest}",
+                enqueued=applied,
+                unconfirmed=len(batch),
+                replicas=int(acked),
+                required=required,
+            )
 
     def _register_queue(self, queue: str) -> Plan[None]:
         now = time.monotonic()
