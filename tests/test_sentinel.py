@@ -59,17 +59,20 @@ def test_async_client_and_listener_through_sentinels(
     sentinel_group: SentinelGroup, prefix: str
 ) -> None:
     async def main() -> None:
-        async with worqr.AsyncWorqr(sentinel_group.url(), prefix=prefix) as producer:
-            async with worqr.AsyncWorqr(sentinel_group.url(), prefix=prefix) as consumer:
-                await consumer.start_worker()
-                heard: list[tuple[str, object]] = []
-                await consumer.on("q", lambda event, message: heard.append((event, message)))
-                await consumer.start_work("q")
-                await producer.enqueue("q", "hello")
-                await async_wait_until(lambda: ("work", 1) in heard, message="wake-up")
-                process = await consumer.dequeue("q")
-                assert process is not None and process.task == "hello"
-                assert await consumer.finish_process(process)
+        url = sentinel_group.url()
+        async with (
+            worqr.AsyncWorqr(url, prefix=prefix) as producer,
+            worqr.AsyncWorqr(url, prefix=prefix) as consumer,
+        ):
+            await consumer.start_worker()
+            heard: list[tuple[str, object]] = []
+            await consumer.on("q", lambda event, message: heard.append((event, message)))
+            await consumer.start_work("q")
+            await producer.enqueue("q", "hello")
+            await async_wait_until(lambda: ("work", 1) in heard, message="wake-up")
+            process = await consumer.dequeue("q")
+            assert process is not None and process.task == "hello"
+            assert await consumer.finish_process(process)
 
     asyncio.run(main())
 
