@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from sentinel_fixtures import SentinelGroup
 from server_versions import describe
 
+LATENCIES: dict[int, list[float]] = {0: [], 1: []}  # single enqueue call, seconds
+
 
 def _rate(group: SentinelGroup, wait: int, tasks: int, bulk: bool) -> float:
     settings = worqr.Settings(prefix=f"b{uuid.uuid4().hex[:8]}", wait_replicas=wait)
@@ -39,7 +41,9 @@ def _rate(group: SentinelGroup, wait: int, tasks: int, bulk: bool) -> float:
             wq.enqueue_many("q", payloads)
         else:
             for payload in payloads:
+                before = time.perf_counter()
                 wq.enqueue("q", payload)
+                LATENCIES[wait].append(time.perf_counter() - before)
         elapsed = time.perf_counter() - started
         wq.delete_queue("q")
         wq.delete_queue("warm")
@@ -66,6 +70,12 @@ def main() -> None:
         for (mode, wait), rates in results.items():
             runs = ", ".join(f"{r:,.0f}" for r in rates)
             print(f"{mode:<14} {wait:>13} {statistics.median(rates):>17,.0f} {runs:>30}")
+        for wait, samples in LATENCIES.items():
+            cuts = statistics.quantiles(samples, n=100)
+            print(
+                f"enqueue latency, wait_replicas={wait}: p50 {cuts[49] * 1e6:,.0f} us, "
+                f"p99 {cuts[98] * 1e6:,.0f} us"
+            )
         for mode in ("enqueue", "enqueue_many"):
             plain = statistics.median(results[(mode, 0)])
             durable = statistics.median(results[(mode, 1)])
