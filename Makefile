@@ -30,11 +30,12 @@ CORE_TESTS := $(wildcard tests/test_mesh_*.py) tests/test_stateful.py tests/test
 	tests/test_worker.py tests/test_sentinel.py tests/test_sentinel_failover.py
 test-versions: venv
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[versions]'
-	@set -e; for server in $$($(BIN)/python tests/server_versions.py); do \
+	@failed=""; for server in $$($(BIN)/python tests/server_versions.py); do \
 	  echo "== $$($$server --version | cut -d' ' -f1-3): $$server"; \
 	  WORQR_TEST_OLDEST=0 WORQR_TEST_REDIS_SERVER=$$server \
-	    $(BIN)/python -m pytest -q -p no:cacheprovider -p no:valkey $(CORE_TESTS); \
-	done
+	    $(BIN)/python -m pytest -q -p no:cacheprovider -p no:valkey $(CORE_TESTS) \
+	    || failed="$$failed $$server"; \
+	done; test -z "$$failed" || { echo "failed on:$$failed" >&2; exit 1; }
 
 demo: venv
 	$(BIN)/worqr demo
