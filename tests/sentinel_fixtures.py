@@ -117,12 +117,11 @@ class SentinelGroup:
     def start(self) -> SentinelGroup:
         master = self._server()
         replica = self._server("--replicaof", "127.0.0.1", str(master.port))
-        with self.client(replica.port) as client:
-            wait_until(
-                lambda: client.info("replication").get("master_link_status") == "up",
-                timeout=READY_TIMEOUT,
-                message="replica in sync",
-            )
+        wait_until(
+            lambda: self.replication(replica.port).get("master_link_status") == "up",
+            timeout=READY_TIMEOUT,
+            message="replica in sync",
+        )
         for _ in range(3):
             sentinel = SentinelProcess(self.binary, master.port, self.directory, self.password)
             self.sentinels.append(sentinel.start())
@@ -158,6 +157,13 @@ class SentinelGroup:
     def client(self, port: int) -> redis.Redis:
         return _client(port, self.password)
 
+    def replication(self, port: int) -> dict[str, object]:
+        """``INFO replication`` of the server on ``port``; {} while it does not answer
+        (e.g. it is being restarted or turned into a replica)."""
+        with self.client(port) as client, contextlib.suppress(redis.RedisError):
+            return dict(client.info("replication"))
+        return {}
+
     def server_on(self, port: int) -> EmbeddedRedis:
         return next(s for s in self.servers if s.port == port)
 
@@ -173,10 +179,7 @@ class SentinelGroup:
             if len(ports) != 1 or old_port in ports:
                 return None
             port = ports.pop()
-            with self.client(port) as client, contextlib.suppress(redis.RedisError):
-                if client.info("replication").get("role") == "master":
-                    return port
-            return None
+            return port if self.replication(port).get("role") == "master" else None
 
         return wait_until(moved, timeout=timeout, interval=0.05, message="failover")
 

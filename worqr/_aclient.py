@@ -255,6 +255,12 @@ class AsyncWorqr(Shell):
     async def fail_worker(self) -> int:
         return await self._drive(self._core.fail_worker())
 
+    async def reconcile(self) -> int:
+        """Return to the front the processes Redis says this worker holds but this
+        client no longer runs (acknowledgements Redis lost, e.g. in a failover);
+        heartbeats do it after an outage. Returns how many."""
+        return await self._drive(self._core.reconcile())
+
     async def reap(self) -> int:
         return await self._drive(self._core.reap())
 

@@ -251,6 +251,12 @@ class Worqr(Shell):
     def fail_worker(self) -> int:
         return self._drive(self._core.fail_worker())
 
+    def reconcile(self) -> int:
+        """Return to the front the processes Redis says this worker holds but this
+        client no longer runs (acknowledgements Redis lost, e.g. in a failover);
+        heartbeats do it after an outage. Returns how many."""
+        return self._drive(self._core.reconcile())
+
     def reap(self) -> int:
         return self._drive(self._core.reap())
 
