@@ -473,12 +473,11 @@ class Core(Reads):
             # have lost our last writes, e.g. a finish. Check what we hold.
             self._reconcile_due = True
         self.last_heartbeat = sent
-        if self._reconcile_due or sent - self._reconciled >= RECONCILE_INTERVAL:
-            yield from self.reconcile()
         if reply == 1:
             yield from self.reap()
-            return "reaped"
-        return "ok"
+        if self._reconcile_due or sent - self._reconciled >= RECONCILE_INTERVAL:
+            yield from self.reconcile()  # after reaping, which peers wait for
+        return "reaped" if reply == 1 else "ok"
 
     def reconcile(self) -> Plan[int]:
         """Return to the front of their queues the processes Redis says this
