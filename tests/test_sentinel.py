@@ -15,6 +15,7 @@ from sentinel_fixtures import SentinelGroup
 import worqr
 from worqr._sentinel import SentinelTarget, cli_url, parse_sentinel_url
 from worqr.embedded import free_port
+from worqr.metrics.collector import MeshCollector
 
 SECRET = "s3cret-Pw"
 
@@ -92,6 +93,18 @@ def test_worker_runtime_through_sentinels(sentinel_group: SentinelGroup, prefix:
             await async_wait_until(lambda: sorted(done) == ["1", "2", "3"], timeout=10)
 
     asyncio.run(main())
+
+
+def test_exporter_reads_through_sentinels(sentinel_group: SentinelGroup, prefix: str) -> None:
+    with worqr.Worqr(sentinel_group.url(), prefix=prefix) as wq:
+        wq.enqueue_many("q", ["a", "b"])
+    collector = MeshCollector.from_url(sentinel_group.url(), prefix)
+    try:
+        found = {m.name: m.samples for m in collector.collect()}
+    finally:
+        collector.redis.close()
+    assert [s.value for s in found["worqr_collector_up"]] == [1.0]
+    assert [(s.labels, s.value) for s in found["worqr_queue_tasks"]] == [({"queue": "q"}, 2.0)]
 
 
 def test_wait_replicas_acknowledged(sentinel_group: SentinelGroup, prefix: str) -> None:

@@ -11,6 +11,7 @@ finishes (asynchronous replication).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 from fault_harness import QUEUE, ROOT, CliMesh, Figures, meshes, read_log, seeded
 from helpers import wait_until
 from sentinel_fixtures import SentinelGroup
@@ -159,6 +161,12 @@ def test_master_killed_mid_run_every_durable_enqueue_runs(
                 timeout=30,
                 message="drained",
             )
+        flags = [f"--sentinel=127.0.0.1:{port}" for _, port in group.addresses]
+        status = run_cli(
+            "status", "--json", "--prefix", prefix, *flags, "--service-name", "mymaster"
+        )
+        assert status.returncode == 0, status.stderr
+        assert len(json.loads(status.stdout)["workers"]) == 3
         assert mesh.running()
         assert "Traceback" not in mesh.text()
         assert mesh.stop() == 0
