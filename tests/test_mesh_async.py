@@ -243,7 +243,10 @@ def test_async_peer_fails_an_expired_worker_and_the_zombie_recovers(
             await async_wait_until(
                 lambda: _equals(peer.count_tasks("q"), 3), timeout=5, message="not failed over"
             )
-            assert await peer.get_workers() == [peer.worker_id]
+            # Requeueing comes before forgetting the worker: wait for the last step too.
+            await async_wait_until(
+                lambda: _equals(peer.get_workers(), [peer.worker_id]), timeout=5, message="forgot"
+            )
             assert [await zombie.finish_process(p) for p in held] == [False, False]
             with pytest.raises(worqr.LeaseLostError):
                 await zombie.dequeue("q")

@@ -104,6 +104,8 @@ def test_peers_fail_an_expired_worker_on_their_own(
     redis_client.pexpire(MeshKeys(prefix).alive(str(doomed.worker_id)), 300)
     wait_until(lambda: producer.count_tasks("q") == 3, timeout=5, message="not failed over")
     assert queued(redis_client, prefix, "q") == ["a", "b", "c"]
+    # Requeueing comes before forgetting the worker (and the event): wait for it too.
+    wait_until(lambda: failed, timeout=5, message="no peer_failed event")
     assert failed == [{"worker": doomed.worker_id, "requeued": 2, "dead_lettered": 0}]
     assert producer.get_workers() == [peer.worker_id]
 

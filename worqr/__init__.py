@@ -13,6 +13,7 @@ from ._errors import (
     LeaseLostError,
     NotStartedError,
     RedisUnavailableError,
+    ReplicationTimeoutError,
     WorqrError,
 )
 from ._hooks import WorkerHooks
@@ -31,6 +32,7 @@ __all__ = [
     "Process",
     "ProcessContext",
     "RedisUnavailableError",
+    "ReplicationTimeoutError",
     "Retry",
     "Settings",
     "Worker",

@@ -16,12 +16,13 @@ from redis.asyncio.client import PubSub
 from redis.commands.core import AsyncScript
 from tenacity import AsyncRetrying
 
-from ._calls import Plan, Request, Subscribe, may_resend
+from ._calls import Pinned, Plan, Request, Subscribe, may_resend
 from ._connect import check_client, command_options, subscriber_options
 from ._core import Callback
 from ._process import Process
 from ._retry import OutageLog, final_error, tenacity_options
 from ._scripts import SCRIPT_NAMES, source
+from ._sentinel import async_master_client
 from ._settings import Settings
 from ._shell import Shell
 
@@ -61,6 +62,8 @@ class AsyncWorqr(Shell):
         heartbeat: float | None = None,
         max_recoveries: int | None = None,
         settings: Settings | None = None,
+        sentinels: Iterable[tuple[str, int]] | None = None,
+        service_name: str | None = None,
     ) -> None:
         super().__init__(
             url,
@@ -69,13 +72,13 @@ class AsyncWorqr(Shell):
             ttl=ttl,
             heartbeat=heartbeat,
             max_recoveries=max_recoveries,
+            sentinels=sentinels,
+            service_name=service_name,
         )
         self._own_redis = redis is None
         self._own_subscriber = subscriber is None
         if redis is None:
-            redis = aioredis.Redis.from_url(
-                self._url, **command_options(self.settings, asynchronous=True)
-            )
+            redis = self._connect(command_options(self.settings, asynchronous=True))
         else:
             check_client(redis, "redis")
         if subscriber is not None:
@@ -89,6 +92,11 @@ class AsyncWorqr(Shell):
         self._tasks: list[asyncio.Task[None]] = []
         self._start_lock = asyncio.Lock()
         self._closing = False  # ends a loop whose own callback called aclose()
+
+    def _connect(self, options: dict[str, Any]) -> aioredis.Redis:
+        if self._sentinel is not None:  # follows the master across failovers
+            return async_master_client(self._sentinel, options)
+        return aioredis.Redis.from_url(self._url, **options)
 
     # -- driving plans ---------------------------------------------------------
 
@@ -131,6 +139,15 @@ class AsyncWorqr(Shell):
             if request.remove:
                 await pubsub.unsubscribe(*request.remove)
             return None
+        if isinstance(request, Pinned):
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for call in request.calls:
+                    if call.script is not None:  # EVALSHA only: the plan handles NOSCRIPT
+                        sha = self._scripts[call.script].sha
+                        pipe.evalsha(sha, len(call.keys), *call.keys, *call.args)
+                    else:
+                        pipe.execute_command(*call.args)
+                return await pipe.execute(raise_on_error=False)
         if request.script is not None:
             return await self._scripts[request.script](request.keys, request.args, self._redis)
         return await self._redis.execute_command(*request.args)  # type: ignore[no-untyped-call]
@@ -238,6 +255,12 @@ class AsyncWorqr(Shell):
     async def fail_worker(self) -> int:
         return await self._drive(self._core.fail_worker())
 
+    async def reconcile(self) -> int:
+        """Return to the front the processes Redis says this worker holds but this
+        client no longer runs (acknowledgements Redis lost, e.g. in a failover);
+        heartbeats do it after an outage. Returns how many."""
+        return await self._drive(self._core.reconcile())
+
     async def reap(self) -> int:
         return await self._drive(self._core.reap())
 
@@ -263,8 +286,8 @@ class AsyncWorqr(Shell):
     def _ensure_listener(self) -> PubSub:
         if self._pubsub is None:
             if self._subscriber is None:
-                self._subscriber = aioredis.Redis.from_url(
-                    self._url, **subscriber_options(self.settings, asynchronous=True)
+                self._subscriber = self._connect(
+                    subscriber_options(self.settings, asynchronous=True)
                 )
             self._pubsub = self._subscriber.pubsub()
             self._spawn(self._listen_loop(), "worqr-listener")

@@ -11,9 +11,14 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
+from redis.asyncio.sentinel import MasterNotFoundError as AsyncMasterNotFoundError
 from redis.exceptions import AuthenticationError, AuthorizationError, NoScriptError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.sentinel import MasterNotFoundError
+
+# What redis-py's Sentinel connection raises on a READONLY reply from a demoted master.
+DEMOTED = "The previous master is now a slave"
 
 Arg: TypeAlias = str | bytes | int | float
 
@@ -50,7 +55,25 @@ class Subscribe:
     remove: tuple[str, ...] = ()
 
 
-Request: TypeAlias = Call | Subscribe
+@dataclass(frozen=True, slots=True)
+class Pinned:
+    """Send ``calls`` back to back on one connection (a pipeline without MULTI).
+
+    For commands whose meaning depends on the connection, such as ``WAIT`` (it
+    waits for the replication of *this connection's* writes). Script calls go
+    as plain ``EVALSHA``. The reply is a list with each call's reply, or the
+    error Redis answered it with (e.g. NOSCRIPT), for the plan to judge; a
+    connection failure raises as for any call.
+    """
+
+    calls: tuple[Call, ...]
+
+    @property
+    def idempotent(self) -> bool:
+        return all(call.idempotent for call in self.calls)
+
+
+Request: TypeAlias = Call | Subscribe | Pinned
 T = TypeVar("T")
 Plan: TypeAlias = Generator[Request, Any, T]
 
@@ -60,8 +83,14 @@ def never_sent(error: BaseException) -> bool:
 
     redis-py reports connect failures as ``Error ... connecting to HOST`` or
     ``Timeout connecting to server``; a failure while reading a reply is
-    ambiguous: Redis may have applied the command.
+    ambiguous: Redis may have applied the command. Through Sentinel, no master
+    known (mid-failover) and a master that turned replica (it refused the write
+    with READONLY, which redis-py reports as a connection error) never applied it.
     """
+    if isinstance(error, MasterNotFoundError | AsyncMasterNotFoundError):
+        return True
+    if isinstance(error, RedisConnectionError) and str(error) == DEMOTED:
+        return True
     return isinstance(error, RedisConnectionError | RedisTimeoutError) and (
         "connecting to" in str(error)
     )

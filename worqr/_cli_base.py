@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from ._client import Worqr
 from ._connect import resolve_url
 from ._keys import validate_name
+from ._sentinel import cli_url
 from ._settings import Settings
 
 EXIT_OK = 0
@@ -89,6 +90,16 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
         help="Redis URL (default: $WORQR_REDIS_URL, else redis://127.0.0.1:6379/0)",
     )
     parser.add_argument(
+        "--sentinel",
+        action="append",
+        metavar="HOST:PORT",
+        help="reach Redis through this Sentinel (repeat for each sentinel; needs "
+        "--service-name); the same as --url redis+sentinel://HOST:PORT,.../SERVICE",
+    )
+    parser.add_argument(
+        "--service-name", metavar="NAME", help="the master's name in Sentinel (with --sentinel)"
+    )
+    parser.add_argument(
         "--prefix", type=prefix_name, help="key prefix of the mesh (default: worqr)"
     )
     # Hidden: how long an unreachable Redis is retried; tests make it short.
@@ -112,6 +123,16 @@ def admin_client(args: argparse.Namespace) -> Iterator[Worqr]:
         raise CliError(f"bad Redis URL: {error}", EXIT_USAGE) from None
     with client:
         yield client
+
+
+def apply_sentinel_options(args: argparse.Namespace) -> None:
+    """Turn ``--sentinel``/``--service-name`` into the equivalent ``args.url``."""
+    if not hasattr(args, "sentinel"):
+        return
+    try:
+        args.url = cli_url(args.sentinel, args.service_name, args.url)
+    except ValueError as error:
+        raise CliError(str(error), EXIT_USAGE) from None
 
 
 def quiet_library_logs() -> None:

@@ -11,10 +11,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import redis as redis_py
-
 from ._cli_base import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliError
 from ._errors import WorqrError
+from ._sentinel import check_url
 from ._supervisor import Supervisor, watch_parent
 from ._worker import Worker
 
@@ -82,7 +81,7 @@ def configure(worker: Worker, args: argparse.Namespace, url: str | None) -> None
     changes = {name: value for name, value in changes.items() if value is not None}
     if url is not None:
         try:
-            redis_py.Redis.from_url(url).close()  # parses only; connects to nothing
+            check_url(url)  # parses only; connects to nothing
         except ValueError as error:
             raise CliError(f"bad Redis URL: {error}", EXIT_USAGE) from None
         changes["url"] = url

@@ -15,12 +15,13 @@ from redis.client import PubSub
 from redis.commands.core import Script
 from tenacity import Retrying
 
-from ._calls import Plan, Request, Subscribe, may_resend
+from ._calls import Pinned, Plan, Request, Subscribe, may_resend
 from ._connect import check_client, command_options, subscriber_options
 from ._core import Callback
 from ._process import Process
 from ._retry import OutageLog, final_error, tenacity_options
 from ._scripts import SCRIPT_NAMES, source
+from ._sentinel import master_client
 from ._settings import Settings
 from ._shell import Shell
 
@@ -46,6 +47,8 @@ class Worqr(Shell):
         heartbeat: float | None = None,
         max_recoveries: int | None = None,
         settings: Settings | None = None,
+        sentinels: Iterable[tuple[str, int]] | None = None,
+        service_name: str | None = None,
     ) -> None:
         super().__init__(
             url,
@@ -54,11 +57,13 @@ class Worqr(Shell):
             ttl=ttl,
             heartbeat=heartbeat,
             max_recoveries=max_recoveries,
+            sentinels=sentinels,
+            service_name=service_name,
         )
         self._own_redis = redis is None
         self._own_subscriber = subscriber is None
         if redis is None:
-            redis = redis_py.Redis.from_url(self._url, **command_options(self.settings))
+            redis = self._connect(command_options(self.settings))
         else:
             check_client(redis, "redis")
         if subscriber is not None:
@@ -72,6 +77,11 @@ class Worqr(Shell):
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
+
+    def _connect(self, options: dict[str, Any]) -> redis_py.Redis:
+        if self._sentinel is not None:  # follows the master across failovers
+            return master_client(self._sentinel, options)
+        return redis_py.Redis.from_url(self._url, **options)
 
     # -- driving plans ---------------------------------------------------------
 
@@ -111,6 +121,15 @@ class Worqr(Shell):
             if request.remove:
                 pubsub.unsubscribe(*request.remove)  # type: ignore[no-untyped-call]
             return None
+        if isinstance(request, Pinned):
+            with self._redis.pipeline(transaction=False) as pipe:
+                for call in request.calls:
+                    if call.script is not None:  # EVALSHA only: the plan handles NOSCRIPT
+                        sha = self._scripts[call.script].sha
+                        pipe.evalsha(sha, len(call.keys), *call.keys, *call.args)
+                    else:
+                        pipe.execute_command(*call.args)  # type: ignore[no-untyped-call]
+                return pipe.execute(raise_on_error=False)
         if request.script is not None:
             return self._scripts[request.script](request.keys, request.args, self._redis)
         return self._redis.execute_command(*request.args)  # type: ignore[no-untyped-call]
@@ -232,6 +251,12 @@ class Worqr(Shell):
     def fail_worker(self) -> int:
         return self._drive(self._core.fail_worker())
 
+    def reconcile(self) -> int:
+        """Return to the front the processes Redis says this worker holds but this
+        client no longer runs (acknowledgements Redis lost, e.g. in a failover);
+        heartbeats do it after an outage. Returns how many."""
+        return self._drive(self._core.reconcile())
+
     def reap(self) -> int:
         return self._drive(self._core.reap())
 
@@ -261,9 +286,7 @@ class Worqr(Shell):
         with self._lock:
             if self._pubsub is None:
                 if self._subscriber is None:
-                    self._subscriber = redis_py.Redis.from_url(
-                        self._url, **subscriber_options(self.settings)
-                    )
+                    self._subscriber = self._connect(subscriber_options(self.settings))
                 self._pubsub = self._subscriber.pubsub()  # type: ignore[no-untyped-call]
                 self._spawn("worqr-listener", self._listen_loop)
             return self._pubsub

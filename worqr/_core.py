@@ -19,13 +19,15 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._calls import Call, Plan, Subscribe, command, script
-from ._errors import AmbiguousResultError, WorqrError
+from redis.exceptions import NoScriptError, ResponseError
+
+from ._calls import Call, Pinned, Plan, Subscribe, command, script
+from ._errors import AmbiguousResultError, ReplicationTimeoutError, WorqrError
 from ._eviction import check_eviction_policy
 from ._keys import QueueKeys
 from ._process import Process, decode_task
 from ._reads import MGET_BATCH, Reads, text
-from ._scripts import IdTakenError, NotMemberError
+from ._scripts import IdTakenError, NotMemberError, source, translate
 from ._settings import Settings
 
 logger = logging.getLogger("worqr")
@@ -41,6 +43,8 @@ Metrics subscribe here; the core never imports them."""
 
 ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
 REGISTRY_REFRESH = 30.0  # seconds between re-adding a queue to the registry
+RECONCILE_INTERVAL = 60.0  # seconds between checks that Redis holds no process we forgot
+RECONCILE_BATCH = 1000  # process ids read per ZRANGE when reconciling
 
 
 def _with_count(error: Exception, done: int, total: int) -> Exception:
@@ -75,6 +79,11 @@ class Core(Reads):
         self._channels: dict[str, tuple[str, str]] = {}  # channel -> (queue, "events"|"wake")
         self._registered: dict[str, float] = {}  # queue -> when it was last added to registry
         self._calls = itertools.count(1)
+        # Dequeue calls in flight (their pid prefixes): their processes exist in
+        # Redis before this client knows them, so reconciling must not touch them.
+        self._dequeuing: set[str] = set()
+        self._reconciled = time.monotonic()  # when reconcile() last completed
+        self._reconcile_due = False  # set when heartbeats stopped landing for a while
         # Set while deregistering: a heartbeat that finds the alive key gone then
         # sees our own goodbye, not a lease lost to peers, and must not re-register.
         self._leaving = False
@@ -124,12 +133,9 @@ class Core(Reads):
         for start in range(0, len(payloads), ENQUEUE_BATCH):
             batch = payloads[start : start + ENQUEUE_BATCH]
             try:
-                yield script(
-                    "enqueue",
-                    (keys.tasks, keys.idle, keys.stats),
-                    (keys.wake_prefix, *batch),
-                    idempotent=False,
-                )
+                yield from self._push(keys, batch, done, len(payloads))
+            except ReplicationTimeoutError:
+                raise
             except AmbiguousResultError:
                 if len(payloads) == 1:
                     raise
@@ -145,6 +151,43 @@ class Core(Reads):
                 raise _with_count(error, done, len(payloads)) from error
             done += len(batch)
         return done
+
+    def _push(self, keys: QueueKeys, batch: list[bytes], done: int, total: int) -> Plan[None]:
+        """One enqueue script call; with ``wait_replicas``, followed on the same
+        connection by ``WAIT``, and a `ReplicationTimeoutError` if too few
+        replicas acknowledged in time."""
+        call = script(
+            "enqueue",
+            (keys.tasks, keys.idle, keys.stats),
+            (keys.wake_prefix, *batch),
+            idempotent=False,
+        )
+        required = self.settings.wait_replicas
+        if not required:
+            yield call
+            return
+        wait = command("WAIT", required, self.settings.wait_timeout_ms)
+        reply, acked = yield Pinned((call, wait))
+        if isinstance(reply, NoScriptError):  # the script did not run: load it, send again
+            yield command("SCRIPT", "LOAD", source("enqueue"))
+            reply, acked = yield Pinned((call, wait))
+        if isinstance(reply, ResponseError):
+            raise translate(reply)
+        if isinstance(acked, ResponseError):
+            raise acked
+        if int(acked) < required:
+            applied = done + len(batch)
+            rest = f"; the other {total - applied} were not enqueued" if applied < total else ""
+            raise ReplicationTimeoutError(
+                f"{len(batch)} task(s) ARE enqueued on the master, but only {acked} of "
+                f"{required} replicas acknowledged them within {self.settings.wait_timeout:g}s "
+                f"(Settings.wait_replicas/wait_timeout): they are lost if the master fails "
+                f"before replicating them; enqueueing them again would run them twice{rest}",
+                enqueued=applied,
+                unconfirmed=len(batch),
+                replicas=int(acked),
+                required=required,
+            )
 
     def _register_queue(self, queue: str) -> Plan[None]:
         now = time.monotonic()
@@ -252,6 +295,15 @@ class Core(Reads):
         if queue not in self.working:
             yield from self.start_work(queue)
         pid_prefix = f"{worker}.{next(self._calls)}."
+        self._dequeuing.add(pid_prefix)
+        try:
+            return (yield from self._take(keys, queue, worker, pid_prefix, count))
+        finally:  # after the processes are in self._owned (see reconcile)
+            self._dequeuing.discard(pid_prefix)
+
+    def _take(
+        self, keys: QueueKeys, queue: str, worker: str, pid_prefix: str, count: int
+    ) -> Plan[list[Process]]:
         try:
             reply = yield script(
                 "dequeue",
@@ -416,11 +468,61 @@ class Core(Reads):
                 return "leaving"
             yield from self._recover_lease(worker)
             return "recovered"
+        if sent - self.last_heartbeat > 2 * self.settings.heartbeat:
+            # Heartbeats stopped landing (Redis down, a failover, a pause): Redis may
+            # have lost our last writes, e.g. a finish. Check what we hold.
+            self._reconcile_due = True
         self.last_heartbeat = sent
         if reply == 1:
             yield from self.reap()
-            return "reaped"
-        return "ok"
+        if self._reconcile_due or sent - self._reconciled >= RECONCILE_INTERVAL:
+            yield from self.reconcile()  # after reaping, which peers wait for
+        return "reaped" if reply == 1 else "ok"
+
+    def reconcile(self) -> Plan[int]:
+        """Return to the front of their queues the processes Redis says this
+        worker holds but this client does not know: a finish or stop that Redis
+        lost (a failover to a replica that never got it, a restart from an AOF
+        fsynced every second) or a dequeue whose reply never arrived. Without
+        this they would stay in process until the worker leaves or dies. Runs
+        after heartbeats resume from a gap, and every `RECONCILE_INTERVAL`."""
+        worker = self.worker_id
+        if worker is None or self._leaving:
+            return 0
+        stray = 0
+        for queue in sorted(self.working):
+            keys = self.mesh.queue(queue)
+            held: list[str] = []
+            for start in itertools.count(0, RECONCILE_BATCH):
+                batch = yield command(
+                    "ZRANGE", keys.worker(worker), start, start + RECONCILE_BATCH - 1
+                )
+                held += [text(pid) for pid in batch]
+                if len(batch) < RECONCILE_BATCH:
+                    break
+            # Checked after the read: a dequeue whose processes the read saw is
+            # either still in flight or already in self._owned by now.
+            pending = tuple(self._dequeuing)
+            unknown = [p for p in held if p not in self._owned and not p.startswith(pending)]
+            returned = 0
+            for pid in reversed(unknown):  # newest first: the oldest ends at the front
+                returned += yield script(
+                    "stop",
+                    (keys.tasks, keys.processes, keys.worker(worker), keys.idle, keys.stats),
+                    (pid, keys.wake_prefix),
+                )
+            if returned:
+                logger.warning(
+                    "worker %s held %d processes of queue %r that it no longer runs "
+                    "(acknowledgements Redis lost); returned their tasks to the front",
+                    worker,
+                    returned,
+                    queue,
+                )
+            stray += int(returned)
+        self._reconciled = time.monotonic()
+        self._reconcile_due = False
+        return stray
 
     def reap(self) -> Plan[int]:
         """Fail every registered worker whose alive key is gone."""

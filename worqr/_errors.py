@@ -29,3 +29,31 @@ class AmbiguousResultError(WorqrError):
 
 class RedisUnavailableError(WorqrError):
     """Redis could not be reached within the retry deadline; nothing was applied."""
+
+
+class ReplicationTimeoutError(WorqrError):
+    """An enqueue was applied on the master, but fewer replicas than
+    ``Settings.wait_replicas`` acknowledged it within ``Settings.wait_timeout``.
+
+    The tasks ARE enqueued and will run unless the master fails before they
+    reach a replica. Enqueueing them again would run them twice.
+
+    Attributes: ``enqueued`` tasks of the call applied on the master (the last
+    ``unconfirmed`` of them not confirmed replicated), ``replicas`` that
+    acknowledged, ``required`` replicas asked for.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        enqueued: int = 0,
+        unconfirmed: int = 0,
+        replicas: int = 0,
+        required: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.enqueued = enqueued
+        self.unconfirmed = unconfirmed
+        self.replicas = replicas
+        self.required = required

@@ -17,7 +17,7 @@ from redis.exceptions import RedisError, ResponseError
 from redis.retry import Retry
 from tenacity import retry_if_exception, stop_after_delay, wait_exponential, wait_random
 
-from ._calls import Call, Request, is_connection_error, may_resend, never_sent
+from ._calls import Call, Pinned, Request, is_connection_error, may_resend, never_sent
 from ._errors import AmbiguousResultError, RedisUnavailableError
 from ._scripts import translate
 
@@ -48,6 +48,8 @@ def tenacity_options(request: Request, deadline: float) -> dict[str, Any]:
 def describe(request: Request) -> str:
     if isinstance(request, Call):
         return f"script {request.script}" if request.script else f"command {request.args[0]!r}"
+    if isinstance(request, Pinned):
+        return " then ".join(describe(call) for call in request.calls)
     return "subscribe"
 
 
@@ -57,7 +59,7 @@ def final_error(request: Request, error: BaseException) -> BaseException:
     if isinstance(error, ResponseError):
         return translate(error)
     if is_connection_error(error):
-        if isinstance(request, Call) and not request.idempotent and not never_sent(error):
+        if isinstance(request, Call | Pinned) and not request.idempotent and not never_sent(error):
             return AmbiguousResultError(
                 f"{describe(request)} may or may not have been applied: the connection "
                 f"failed after it was sent ({type(error).__name__}: {error}); "

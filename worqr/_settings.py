@@ -43,6 +43,11 @@ class Settings:
         failed_max: length the dead-letter list of each queue is trimmed to.
         requeue_chunk: processes returned per script call when failing a worker.
         decode_tasks: return tasks that are valid UTF-8 as ``str`` (else ``bytes``).
+        wait_replicas: opt-in durability for enqueues: after each enqueue call, wait
+            (Redis ``WAIT``) until this many replicas hold it, or raise
+            `ReplicationTimeoutError` (the tasks are then enqueued on the master but
+            may be lost if it fails now). 0, the default, does not wait.
+        wait_timeout: seconds an enqueue waits for ``wait_replicas`` acknowledgements.
     """
 
     prefix: str = "worqr"
@@ -56,6 +61,8 @@ class Settings:
     failed_max: int = 10_000
     requeue_chunk: int = 200  # ~1-4 ms of script per chunk; 500 took up to ~9 ms
     decode_tasks: bool = True
+    wait_replicas: int = 0
+    wait_timeout: float = 1.0
 
     def __post_init__(self) -> None:
         validate_name(self.prefix, "prefix")
@@ -71,6 +78,15 @@ class Settings:
             or self.max_recoveries < 0
         ):
             raise ValueError(f"max_recoveries must be an integer >= 0, got {self.max_recoveries!r}")
+        replicas = self.wait_replicas
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+            raise ValueError(f"wait_replicas must be an integer >= 0, got {replicas!r}")
+        _positive("wait_timeout", self.wait_timeout)
+        if replicas and self.wait_timeout >= self.socket_timeout:
+            raise ValueError(
+                f"wait_timeout ({self.wait_timeout}) must be shorter than socket_timeout "
+                f"({self.socket_timeout}), or the wait would end as an ambiguous timeout"
+            )
         if self.heartbeat >= self.ttl:
             raise ValueError(
                 f"heartbeat ({self.heartbeat}) must be shorter than ttl ({self.ttl}), "
@@ -80,6 +96,10 @@ class Settings:
     @property
     def ttl_ms(self) -> int:
         return max(1, round(self.ttl * 1000))
+
+    @property
+    def wait_timeout_ms(self) -> int:
+        return max(1, round(self.wait_timeout * 1000))  # WAIT 0 would wait forever
 
     @property
     def heartbeat_ms(self) -> int:

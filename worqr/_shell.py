@@ -3,10 +3,12 @@ the URL, and the hooks into the client's life."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ._connect import resolve_url
 from ._core import Core, Observer
+from ._sentinel import sentinel_target
 from ._settings import Settings, with_overrides
 
 
@@ -22,6 +24,8 @@ class Shell:
         ttl: float | None,
         heartbeat: float | None,
         max_recoveries: int | None,
+        sentinels: Iterable[Any] | None = None,
+        service_name: str | None = None,
     ) -> None:
         self.settings = with_overrides(
             settings or Settings(),
@@ -31,7 +35,12 @@ class Shell:
             max_recoveries=max_recoveries,
         )
         self._core = Core(self.settings)
-        self._url = resolve_url(url)
+        self._url = resolve_url(url) if sentinels is None else ""
+        # Set when Redis is reached through Sentinel (sentinels=..., or a
+        # redis+sentinel:// URL, also from $WORQR_REDIS_URL); None otherwise.
+        self._sentinel = sentinel_target(
+            url if sentinels is not None else self._url, sentinels, service_name
+        )
 
     def __repr__(self) -> str:  # never the URL: it may hold a password
         name = type(self).__name__

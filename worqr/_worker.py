@@ -29,6 +29,7 @@ from ._lifecycle import Lifecycle
 from ._process import Process
 from ._retry import OutageLog
 from ._running import Handler, HandlerSpec, Outcome, Reason, Running, is_async_handler, launch
+from ._sentinel import sentinel_target
 from ._settings import with_overrides
 from ._worker_settings import WorkerSettings
 
@@ -78,8 +79,14 @@ class Worker(Lifecycle):
         redis: Any = None,
         subscriber: Any = None,
         hooks: Iterable[WorkerHooks] = (),
+        sentinels: Iterable[tuple[str, int]] | None = None,
+        service_name: str | None = None,
     ) -> None:
         super().__init__()
+        # Checked now (a bad address fails here, not when the worker runs).
+        sentinel_target(url, sentinels, service_name)
+        self._sentinels = None if sentinels is None else list(sentinels)
+        self._service_name = service_name
         base = settings or WorkerSettings()
         client = with_overrides(base.client, prefix=prefix)
         self.settings = with_overrides(base, client=client, concurrency=concurrency)
@@ -125,6 +132,8 @@ class Worker(Lifecycle):
             raise WorqrError("configure() must be called before the worker runs")
         if "url" in changes:
             self.url = changes.pop("url")
+            if self.url is not None:  # the command line's URL replaces sentinels=...
+                self._sentinels = self._service_name = None
         client_fields = {f.name for f in dataclasses.fields(self.settings.client)}
         client_changes = {k: changes.pop(k) for k in list(changes) if k in client_fields}
         client = with_overrides(self.settings.client, **client_changes)
@@ -184,7 +193,12 @@ class Worker(Lifecycle):
         )
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="worqr-handler")
         client = AsyncWorqr(
-            self.url, settings=settings.client, redis=self._redis, subscriber=self._subscriber
+            self.url,
+            settings=settings.client,
+            redis=self._redis,
+            subscriber=self._subscriber,
+            sentinels=self._sentinels,
+            service_name=self._service_name,
         )
         for observer in self._observers:
             client.add_observer(observer)

@@ -22,6 +22,7 @@ from ._cli_base import (
     EXIT_USAGE,
     CliError,
     add_connection_options,
+    apply_sentinel_options,
     non_negative_float,
     port_number,
     positive_float,
@@ -315,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = f"worqr {args.command}"
     try:
         _configure_logging(args)
+        apply_sentinel_options(args)
         code: int = args.run(args)
         return code
     except CliError as error:

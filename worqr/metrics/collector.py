@@ -21,6 +21,7 @@ from prometheus_client.registry import Collector
 from .._connect import resolve_url
 from .._keys import MeshKeys
 from .._retry import no_redis_retries
+from .._sentinel import client_from_url
 
 logger = logging.getLogger("worqr.metrics")
 
@@ -71,7 +72,7 @@ class MeshCollector(Collector):
     ) -> MeshCollector:
         """A collector with its own connection; ``timeout`` bounds each round trip,
         so a stalled Redis cannot hang a scrape past Prometheus' own timeout."""
-        client = redis_py.Redis.from_url(
+        client = client_from_url(
             resolve_url(url),
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
