@@ -11,7 +11,16 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
-from redis.exceptions import AuthenticationError, AuthorizationError, NoScriptError
+from redis.exceptions import (
+    AskError,
+    AuthenticationError,
+    AuthorizationError,
+    ClusterDownError,
+    ClusterError,
+    NoScriptError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -75,11 +84,23 @@ def is_connection_error(error: BaseException) -> bool:
     return isinstance(error, RedisConnectionError | RedisTimeoutError)
 
 
+def refused(error: BaseException) -> bool:
+    """True when Redis certainly did not run the command: any call may be resent.
+
+    NOSCRIPT: redis-py reloads a script once; a second flush (SCRIPT FLUSH, another
+    failover) between that reload and its retry still reaches us. On a cluster:
+    MOVED/ASK (``AskError`` covers both) and TRYAGAIN (a slot migrating) after
+    redis-py's own redirects ran out, CLUSTERDOWN, a slot no node serves yet, and
+    redis-py's "TTL exhausted" (only ever raised after redirects)."""
+    if isinstance(error, NoScriptError | AskError | TryAgainError | ClusterDownError):
+        return True
+    if isinstance(error, SlotNotCoveredError):
+        return True
+    return isinstance(error, ClusterError) and "TTL exhausted" in str(error)
+
+
 def may_resend(call: Request, error: BaseException) -> bool:
-    # NOSCRIPT means the script did not run, so any call may be resent. redis-py
-    # reloads a script once; a second flush (SCRIPT FLUSH, another failover)
-    # between that reload and its retry still reaches us.
-    if isinstance(error, NoScriptError):
+    if refused(error):
         return True
     if not is_connection_error(error):
         return False

@@ -61,8 +61,8 @@ class Core(Reads):
     """State and plans of one client. Not thread-safe beyond what the GIL gives;
     the sync client confines each plan to one thread at a time per state change."""
 
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(settings)
+    def __init__(self, settings: Settings, *, cluster: bool = False) -> None:
+        super().__init__(settings, cluster=cluster)
         self.working: set[str] = set()
         # Queues whose join began but has not completed (its plan may have been
         # abandoned, e.g. a cancelled task): leaving must cover them too.
@@ -120,6 +120,7 @@ class Core(Reads):
         if not payloads:
             return 0
         yield from self._register_queue(queue)
+        publish = self.publish or (yield from self.publish_command())
         done = 0
         for start in range(0, len(payloads), ENQUEUE_BATCH):
             batch = payloads[start : start + ENQUEUE_BATCH]
@@ -127,7 +128,7 @@ class Core(Reads):
                 yield script(
                     "enqueue",
                     (keys.tasks, keys.idle, keys.stats),
-                    (keys.wake_prefix, *batch),
+                    (keys.wake_prefix, publish, *batch),
                     idempotent=False,
                 )
             except AmbiguousResultError:
@@ -155,10 +156,11 @@ class Core(Reads):
     def cancel_tasks(self, queue: str, task: object) -> Plan[int]:
         keys = self.queue_keys(queue)
         data = self.encode_task(task)
+        publish = self.publish or (yield from self.publish_command())
         reply = yield script(
             "cancel",
             (keys.tasks, keys.processes, keys.recoveries, keys.stats),
-            (data, keys.events),
+            (data, keys.events, publish),
         )
         return int(reply[0]) + len(reply) - 1
 
@@ -178,7 +180,8 @@ class Core(Reads):
             keys.seq,
             *owned,
         )
-        yield script("delete_queue", everything, (keys.events,))
+        publish = self.publish or (yield from self.publish_command())
+        yield script("delete_queue", everything, (keys.events, publish))
         yield command("SREM", self.mesh.queues, queue)
         self._registered.pop(queue, None)
 
@@ -224,6 +227,7 @@ class Core(Reads):
         )
         self._registered[queue] = time.monotonic()
         yield script("join_queue", (keys.members, keys.idle), (worker,))
+        self.publish or (yield from self.publish_command())  # subscribe to match it
         self._channels[keys.events] = (queue, "events")
         self._channels[keys.wake(worker)] = (queue, "wake")
         yield Subscribe(add=(keys.events, keys.wake(worker)))
@@ -308,13 +312,16 @@ class Core(Reads):
         )
 
     def stop_process(self, process: str | Process) -> Plan[bool]:
-        return self._end_process(
-            process,
-            lambda keys, pid, worker: script(
-                "stop",
-                (keys.tasks, keys.processes, keys.worker(worker), keys.idle, keys.stats),
-                (pid, keys.wake_prefix),
-            ),
+        publish = self.publish or (yield from self.publish_command())
+        return (
+            yield from self._end_process(
+                process,
+                lambda keys, pid, worker: script(
+                    "stop",
+                    (keys.tasks, keys.processes, keys.worker(worker), keys.idle, keys.stats),
+                    (pid, keys.wake_prefix, publish),
+                ),
+            )
         )
 
     def fail_process(self, process: str | Process) -> Plan[bool]:
@@ -358,6 +365,7 @@ class Core(Reads):
     def _requeue_owned(self, keys: QueueKeys, worker: str, mode: str) -> Plan[tuple[int, int]]:
         """Return every process of ``worker`` on one queue, chunk by chunk."""
         settings = self.settings
+        publish = self.publish or (yield from self.publish_command())
         requeued = dead_lettered = 0
         while True:
             moved, poisoned, remaining = yield script(
@@ -380,6 +388,7 @@ class Core(Reads):
                     settings.max_recoveries,
                     settings.failed_max,
                     keys.wake_prefix,
+                    publish,
                 ),
             )
             requeued += int(moved)
@@ -507,6 +516,7 @@ class Core(Reads):
         listeners = self._listeners.setdefault(queue, [])
         if callback not in listeners:  # a retry after a failed subscribe: hear events once
             listeners.append(callback)
+        self.publish or (yield from self.publish_command())  # subscribe to match it
         self._channels.setdefault(keys.events, (queue, "events"))
         yield Subscribe(add=(keys.events,))
 
@@ -523,9 +533,9 @@ class Core(Reads):
         if entry is None:
             return []
         queue, role = entry
-        if kind == "subscribe":
+        if kind in ("subscribe", "ssubscribe"):
             return [(queue, "work", 0)] if role == "wake" else []
-        if kind != "message":
+        if kind not in ("message", "smessage"):
             return []
         data = text(message.get("data") or b"")
         name, _, rest = data.partition(":")

@@ -78,12 +78,14 @@ class Worker(Lifecycle):
         redis: Any = None,
         subscriber: Any = None,
         hooks: Iterable[WorkerHooks] = (),
+        cluster: bool = False,
     ) -> None:
         super().__init__()
         base = settings or WorkerSettings()
         client = with_overrides(base.client, prefix=prefix)
         self.settings = with_overrides(base, client=client, concurrency=concurrency)
         self.url = url
+        self.cluster = cluster
         self._redis = redis
         self._subscriber = subscriber
         self._hooks: list[WorkerHooks] = list(hooks)
@@ -125,6 +127,8 @@ class Worker(Lifecycle):
             raise WorqrError("configure() must be called before the worker runs")
         if "url" in changes:
             self.url = changes.pop("url")
+        if "cluster" in changes:
+            self.cluster = bool(changes.pop("cluster"))
         client_fields = {f.name for f in dataclasses.fields(self.settings.client)}
         client_changes = {k: changes.pop(k) for k in list(changes) if k in client_fields}
         client = with_overrides(self.settings.client, **client_changes)
@@ -184,7 +188,11 @@ class Worker(Lifecycle):
         )
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="worqr-handler")
         client = AsyncWorqr(
-            self.url, settings=settings.client, redis=self._redis, subscriber=self._subscriber
+            self.url,
+            settings=settings.client,
+            redis=self._redis,
+            subscriber=self._subscriber,
+            cluster=self.cluster,
         )
         for observer in self._observers:
             client.add_observer(observer)

@@ -7,6 +7,7 @@
 -- KEYS[4] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] count             dead letters moved at most by this call
 -- ARGV[2] wake_prefix       per-worker wake channel = wake_prefix .. worker id
+-- ARGV[3] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
 -- Reply: {moved, remaining}  remaining = dead letters left on the failed list
 -- Errors: none.
 local failed = KEYS[1]
@@ -15,6 +16,7 @@ local idle = KEYS[3]
 local stats = KEYS[4]
 local count = tonumber(ARGV[1])
 local wake_prefix = ARGV[2]
+local publish = ARGV[3]
 
 local moved = 0
 while moved < count do
@@ -29,7 +31,7 @@ if moved > 0 then
   redis.call('HINCRBY', stats, 'redriven', moved)
   local woken = redis.call('SPOP', idle, moved)
   for _, worker in ipairs(woken) do
-    redis.call('PUBLISH', wake_prefix .. worker, 'work:' .. moved)
+    redis.call(publish, wake_prefix .. worker, 'work:' .. moved)
   end
 end
 return {moved, redis.call('LLEN', failed)}

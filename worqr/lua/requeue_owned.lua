@@ -20,6 +20,7 @@
 --                           -1: never (e.g. persistent tasks)
 -- ARGV[5] failed_max        the failed list is trimmed to this length
 -- ARGV[6] wake_prefix       per-worker wake channel = wake_prefix .. worker id
+-- ARGV[7] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
 -- Reply: {requeued, dead_lettered, remaining}
 -- Errors: none.
 local tasks = KEYS[1]
@@ -37,6 +38,7 @@ local chunk = tonumber(ARGV[3])
 local max_recoveries = tonumber(ARGV[4])
 local failed_max = tonumber(ARGV[5])
 local wake_prefix = ARGV[6]
+local publish = ARGV[7]
 local configured = redis.call('HGET', config, 'max_recoveries')
 if configured then
   max_recoveries = tonumber(configured)
@@ -82,7 +84,7 @@ end
 if requeued > 0 then
   local woken = redis.call('SPOP', idle, requeued)
   for _, worker in ipairs(woken) do
-    redis.call('PUBLISH', wake_prefix .. worker, 'work:' .. requeued)
+    redis.call(publish, wake_prefix .. worker, 'work:' .. requeued)
   end
 end
 return {requeued, dead_lettered, redis.call('ZCARD', owned)}
