@@ -5,7 +5,10 @@ CLUSTER ADDSLOTS / MEET (no redis-cli needed), and a slot migration helper
 
 from __future__ import annotations
 
+import random
+import socket
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -19,6 +22,24 @@ SLOTS = 16384
 READY_TIMEOUT = 20.0
 
 
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def cluster_port() -> int:
+    """A free port whose cluster bus port (port + 10000, Redis's rule) is free too."""
+    for _ in range(1000):
+        port = random.randint(20000, 45000)
+        if _bindable(port) and _bindable(port + 10000):
+            return port
+    raise AssertionError("no free port pair for a cluster node")
+
+
 def _client(port: int) -> redis.Redis:
     return redis.Redis(port=port, socket_timeout=5, retry=Retry(NoBackoff(), 0))
 
@@ -26,9 +47,11 @@ def _client(port: int) -> redis.Redis:
 class LocalCluster:
     """``masters`` redis-server processes forming one cluster on 127.0.0.1."""
 
-    def __init__(self, masters: int = 3) -> None:
+    def __init__(self, masters: int = 3, binary: str | None = None) -> None:
         self.servers = [
             EmbeddedRedis(
+                port=cluster_port(),
+                binary=binary,
                 extra_args=[
                     "--cluster-enabled", "yes",
                     "--cluster-config-file", "nodes.conf",
@@ -132,6 +155,16 @@ class LocalCluster:
                 with _client(port) as other:
                     other.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
         return moved
+
+    def redirects(self) -> Counter[str]:
+        """Redirections the nodes have answered so far: MOVED, ASK, TRYAGAIN."""
+        total: Counter[str] = Counter()
+        for port in self.ports:
+            with _client(port) as client:
+                stats = client.info("errorstats")
+            for kind in ("MOVED", "ASK", "TRYAGAIN"):
+                total[kind] += int(stats.get(f"errorstat_{kind}", {}).get("count", 0))
+        return total
 
     def close(self) -> None:
         for server in self.servers:

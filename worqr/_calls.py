@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
 from redis.exceptions import (
-    AskError,
     AuthenticationError,
     AuthorizationError,
     ClusterDownError,
@@ -89,10 +88,12 @@ def refused(error: BaseException) -> bool:
 
     NOSCRIPT: redis-py reloads a script once; a second flush (SCRIPT FLUSH, another
     failover) between that reload and its retry still reaches us. On a cluster:
-    MOVED/ASK (``AskError`` covers both) and TRYAGAIN (a slot migrating) after
-    redis-py's own redirects ran out, CLUSTERDOWN, a slot no node serves yet, and
-    redis-py's "TTL exhausted" (only ever raised after redirects)."""
-    if isinstance(error, NoScriptError | AskError | TryAgainError | ClusterDownError):
+    TRYAGAIN (a slot half migrated), CLUSTERDOWN, a slot no node serves yet, and
+    redis-py's "TTL exhausted" (raised only when MOVED/ASK/TRYAGAIN redirects ran
+    out). MOVED and ASK themselves never reach worqr from a cluster client, which
+    follows them; a standalone client that meets them talks to a cluster node by
+    mistake, and resending cannot help (see `_retry.final_error`)."""
+    if isinstance(error, NoScriptError | TryAgainError | ClusterDownError):
         return True
     if isinstance(error, SlotNotCoveredError):
         return True

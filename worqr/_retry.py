@@ -13,12 +13,12 @@ from typing import Any
 
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import AskError, NoScriptError, RedisError, ResponseError
 from redis.retry import Retry
 from tenacity import retry_if_exception, stop_after_delay, wait_exponential, wait_random
 
 from ._calls import Call, Request, is_connection_error, may_resend, never_sent, refused
-from ._errors import AmbiguousResultError, RedisUnavailableError
+from ._errors import AmbiguousResultError, RedisUnavailableError, WorqrError
 from ._scripts import translate
 
 logger = logging.getLogger("worqr")
@@ -54,6 +54,12 @@ def describe(request: Request) -> str:
 def final_error(request: Request, error: BaseException) -> BaseException:
     """What a call that failed for good raises: script error codes become worqr
     exceptions; connection trouble becomes ambiguous (maybe applied) or unavailable."""
+    if isinstance(error, AskError):  # MOVED or ASK reached a standalone client
+        return WorqrError(
+            f"Redis answered {describe(request)} with a cluster redirection ({error}): "
+            "it is a Redis Cluster node; connect with cluster=True (--cluster on the "
+            "command line)"
+        )
     if refused(error) and not isinstance(error, NoScriptError):
         # A cluster that kept redirecting (a slot migrating, no node serving it):
         # nothing was applied.
