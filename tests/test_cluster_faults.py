@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -147,7 +149,8 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
         producer.close()
     assert sorted(done) == sorted(tasks + later)
     assert max(done.values()) == 1, "a task ran twice although no worker lost its lease"
-    stats = {k.decode(): int(v) for k, v in raw.hgetall(MeshKeys(prefix).queue(queue).stats).items()}
+    counters = raw.hgetall(MeshKeys(prefix).queue(queue).stats)
+    stats = {k.decode(): int(v) for k, v in counters.items()}
     assert stats["enqueued"] == stats["finished"] == total + len(later)
     assert raw.hlen(MeshKeys(prefix).queue(queue).processes) == 0
 
@@ -168,7 +171,10 @@ def test_sigkilled_workers_on_a_cluster_lose_nothing(
     timing = ("--ttl", "1.0", "--heartbeat", "0.2", "--grace", "1", "--concurrency", "2")
     killed: set[int] = set()
     settings = worqr.Settings(prefix=prefix)
-    with meshes(tmp_path, url, prefix) as made, worqr.Worqr(url, settings=settings, cluster=True) as wq:
+    with (
+        meshes(tmp_path, url, prefix) as made,
+        worqr.Worqr(url, settings=settings, cluster=True) as wq,
+    ):
         group = new_mesh(made, tmp_path, url, prefix, FAULT_MAX_RECOVERIES="1000")
         group.start(3, "--cluster", *timing)
         wait_until(lambda: len(wq.get_workers()) == 3, timeout=30, message="3 workers register")
@@ -238,9 +244,9 @@ def test_enqueue_into_a_stalled_node_is_ambiguous_and_never_doubled(
     settings = worqr.Settings(prefix=prefix, socket_timeout=0.3, retry_deadline=5.0)
     with worqr.Worqr(redis_cluster.url, cluster=True, settings=settings) as producer:
         producer.enqueue("q", "warm-up")  # slot map and scripts loaded
-        with NodeStall(redis_cluster.owner(slot(prefix, "q")), 1.0):
-            with pytest.raises(worqr.AmbiguousResultError):
-                producer.enqueue("q", "stalled")
+        stalled = NodeStall(redis_cluster.owner(slot(prefix, "q")), 1.0)
+        with stalled, pytest.raises(worqr.AmbiguousResultError):
+            producer.enqueue("q", "stalled")
         wait_until(lambda: producer.count_tasks("q") == 2, timeout=5)
         assert raw.lrange(MeshKeys(prefix).queue("q").tasks, 0, -1) == [b"stalled", b"warm-up"]
         producer.enqueue("q", "after")  # the client works on after the stall
@@ -292,14 +298,14 @@ def test_async_client_on_a_cluster(redis_cluster: LocalCluster, prefix: str) -> 
             worqr.AsyncWorqr(redis_cluster.url, cluster=True, settings=settings) as producer,
             worqr.AsyncWorqr(redis_cluster.url, cluster=True, settings=settings) as worker,
         ):
-            events: dict[str, list[Any]] = {}
+            events: dict[str, list[Any]] = {q: [] for q in ("a", "b", "c", "d")}
             await worker.start_worker()
-            for queue in ("a", "b", "c", "d"):
-                await worker.on(queue, lambda e, m, q=queue: events.setdefault(q, []).append((e, m)))
+            for queue in events:
+                await worker.on(queue, lambda e, m, q=queue: events[q].append((e, m)))
                 await worker.start_work(queue)
             assert worker._core.publish == "SPUBLISH"
             for queue in ("a", "b", "c", "d"):  # queues on every master
-                await async_wait_until(lambda q=queue: ("work", 0) in events.get(q, []))
+                await async_wait_until(lambda q=queue: ("work", 0) in events[q])
                 await producer.enqueue(queue, f"{queue}1")
                 await async_wait_until(lambda q=queue: ("work", 1) in events[q])
                 process = await worker.dequeue(queue)
@@ -318,7 +324,9 @@ def test_async_client_on_a_cluster(redis_cluster: LocalCluster, prefix: str) -> 
     asyncio.run(main())
 
 
-def test_an_asyncio_redis_cluster_client_passed_in(redis_cluster: LocalCluster, prefix: str) -> None:
+def test_an_asyncio_redis_cluster_client_passed_in(
+    redis_cluster: LocalCluster, prefix: str
+) -> None:
     async def main() -> None:
         client = AsyncRedisCluster.from_url(redis_cluster.url)
         async with worqr.AsyncWorqr(redis=client, prefix=prefix) as wq:
@@ -387,3 +395,14 @@ def test_cli_cluster_flag(redis_cluster: LocalCluster, prefix: str) -> None:
     elsewhere = queue_off(redis_cluster, prefix, redis_cluster.ports[0])
     without = run_cli("enqueue", elsewhere, "c", "--url", redis_cluster.url, "--prefix", prefix)
     assert without.returncode != 0 and "--cluster" in without.stderr
+
+
+def test_cluster_benchmark_runs() -> None:
+    """`python -m benchmarks.cluster` end to end, tiny: every task enqueued is
+    drained once (the benchmark raises on any loss)."""
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "benchmarks.cluster", "--tasks", "300", "--masters", "3"]
+    command += ["--queues", "3", "--producers", "1", "--workers", "1"]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 masters" in done.stdout

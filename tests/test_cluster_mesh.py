@@ -12,8 +12,8 @@ connection); test_cluster_faults.py covers those concerns for a cluster.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
