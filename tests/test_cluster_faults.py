@@ -29,9 +29,11 @@ from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
 from redis.retry import Retry
+from test_metrics_collector import scrape, value
 
 import worqr
 from worqr._keys import MeshKeys
+from worqr.metrics.collector import MeshCollector
 
 QUIET = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}  # no timer fires
 
@@ -324,18 +326,27 @@ def test_async_client_on_a_cluster(redis_cluster: LocalCluster, prefix: str) -> 
     asyncio.run(main())
 
 
-def test_an_asyncio_redis_cluster_client_passed_in(
-    redis_cluster: LocalCluster, prefix: str
-) -> None:
+def test_asyncio_redis_cluster_clients_passed_in(redis_cluster: LocalCluster, prefix: str) -> None:
+    """A command client and a subscriber client passed in; the subscriber (used
+    only for the slot map and node settings) has never sent a command."""
+
     async def main() -> None:
         client = AsyncRedisCluster.from_url(redis_cluster.url)
-        async with worqr.AsyncWorqr(redis=client, prefix=prefix) as wq:
+        subscriber = AsyncRedisCluster.from_url(redis_cluster.url)
+        settings = worqr.Settings(prefix=prefix, **QUIET)
+        async with worqr.AsyncWorqr(redis=client, subscriber=subscriber, settings=settings) as wq:
             assert wq.cluster and client.retry.get_retries() == 0
+            heard: list[tuple[str, Any]] = []
             await wq.start_worker()
+            await wq.on("q", lambda e, m: heard.append((e, m)))
+            await wq.start_work("q")
+            await async_wait_until(lambda: ("work", 0) in heard)
             await wq.enqueue("q", "a")
+            await async_wait_until(lambda: ("work", 1) in heard)
             process = await wq.dequeue("q")
             assert process is not None and await wq.finish_process(process)
         await client.aclose()
+        await subscriber.aclose()
 
     asyncio.run(main())
 
@@ -406,3 +417,26 @@ def test_cluster_benchmark_runs() -> None:
     done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3 masters" in done.stdout
+
+
+def test_metrics_collector_on_a_cluster(redis_cluster: LocalCluster, prefix: str) -> None:
+    """The exporter's collector reads a cluster: its pipelines span the masters."""
+    collector = MeshCollector.from_url(redis_cluster.url, prefix, cluster=True)
+    settings = worqr.Settings(prefix=prefix, **QUIET)
+    try:
+        with worqr.Worqr(redis_cluster.url, cluster=True, settings=settings) as wq:
+            queues = [f"q{i}" for i in range(6)]  # on every master
+            for i, queue in enumerate(queues):
+                wq.enqueue_many(queue, [str(n) for n in range(i + 1)])
+            wq.start_worker()
+            assert wq.finish_process(wq.dequeue("q5"))  # type: ignore[arg-type]
+            snapshot = scrape(collector)
+            assert value(snapshot, "worqr_collector_up") == 1
+            assert value(snapshot, "worqr_workers_alive") == 1
+            for i, queue in enumerate(queues):
+                expected = i + 1 - (queue == "q5")
+                assert value(snapshot, "worqr_queue_tasks", queue=queue) == expected
+            finished = value(snapshot, "worqr_queue_events_total", queue="q5", event="finished")
+            assert finished == 1
+    finally:
+        collector.close()

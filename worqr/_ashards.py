@@ -148,6 +148,7 @@ class AsyncClusterSubscriber:
         return str(node.name)
 
     async def _place(self, *, refresh: bool) -> None:
+        await self._cluster.initialize()  # a client passed in may not have read the slot map
         if refresh:
             await self._cluster.nodes_manager.initialize()
             known = {node.name for node in self._cluster.get_nodes()}
