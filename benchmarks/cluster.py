@@ -31,7 +31,7 @@ from redis.crc import key_slot
 import worqr
 from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis
-from worqr.embedded_cluster import EmbeddedCluster, node_client
+from worqr.embedded_cluster import SLOTS, EmbeddedCluster, node_client
 
 DEQUEUE_BATCH = 50
 
@@ -109,10 +109,27 @@ def _phase(
     }
 
 
-def run(masters: int, tasks: int, queues: int, producers: int, workers: int) -> dict[str, Any]:
+def spread_queues(prefix: str, queues: int, masters: int) -> list[str]:
+    """``queues`` names whose slots spread evenly over the masters of an
+    `EmbeddedCluster` of ``masters`` (it splits the slots in equal ranges)."""
+    per = SLOTS // masters
+    wanted = [queues // masters + (i < queues % masters) for i in range(masters)]
+    names: list[str] = []
+    for i in range(100 * queues):
+        name = f"q{i}"
+        owner = min(key_slot(MeshKeys(prefix).queue(name).tasks.encode()) // per, masters - 1)
+        if wanted[owner]:
+            wanted[owner] -= 1
+            names.append(name)
+        if len(names) == queues:
+            return names
+    raise RuntimeError("could not spread the queues")  # pragma: no cover
+
+
+def run(
+    masters: int, tasks: int, names: list[str], prefix: str, producers: int, workers: int
+) -> dict[str, Any]:
     """One run; ``masters=0``: a standalone Redis and standalone clients."""
-    prefix = f"bench{os.getpid()}"
-    names = [f"q{i}" for i in range(queues)]
     keys = [MeshKeys(prefix).queue(name).tasks for name in names]
     clustered = masters > 0
     server = EmbeddedCluster(masters) if clustered else EmbeddedRedis()
@@ -142,6 +159,10 @@ def run(masters: int, tasks: int, queues: int, producers: int, workers: int) -> 
     }
 
 
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="3,000 tasks (a smoke run)")
@@ -154,31 +175,42 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queues", type=int, default=6)
     parser.add_argument("--producers", type=int, default=2)
     parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each; medians shown")
     args = parser.parse_args(argv)
     tasks = 3_000 if args.quick else args.tasks
-    if tasks < 1 or args.queues < 1 or args.producers < 1 or args.workers < 1:
-        parser.error("--tasks, --queues, --producers and --workers must be positive")
+    if min(tasks, args.queues, args.producers, args.workers, args.repeat) < 1:
+        parser.error("--tasks, --queues, --producers, --workers and --repeat must be positive")
     try:
         runs = [int(n) for n in args.masters.split(",")]
     except ValueError:
         parser.error(f"--masters takes numbers like 0,1,3, not {args.masters!r}")
     if any(n < 0 for n in runs):
         parser.error("--masters must not be negative")
+    prefix = f"bench{os.getpid()}"
+    names = spread_queues(prefix, args.queues, max(runs))
     print(
         f"{tasks} tasks on {args.queues} queues; {args.producers} producer and "
-        f"{args.workers} worker processes; {os.cpu_count()} CPU cores"
+        f"{args.workers} worker processes; {os.cpu_count()} CPU cores; "
+        f"medians of {args.repeat} runs (runs alternate between the setups)"
     )
-    header = "Redis CPU seconds per node (enqueue | drain)"
+    results: dict[int, list[dict[str, Any]]] = {masters: [] for masters in runs}
+    for _ in range(args.repeat):
+        for masters in runs:
+            results[masters].append(
+                run(masters, tasks, names, prefix, args.producers, args.workers)
+            )
+    header = "Redis CPU seconds per node, drain"
     print(f"{'Redis':>10} {'enqueue/s':>10} {'drain/s':>9}  {header}")
-    for masters in runs:
-        result = run(masters, tasks, args.queues, args.producers, args.workers)
-        enqueue, drain = result["enqueue"], result["drain"]
+    for masters, done in results.items():
+        enqueue = round(_median([r["enqueue"]["per_s"] for r in done]))
+        drain = round(_median([r["drain"]["per_s"] for r in done]))
+        cpu = [
+            round(_median(list(c)), 2)
+            for c in zip(*(r["drain"]["redis_cpu_s"] for r in done), strict=True)
+        ]
         name = (f"{masters} master" + ("s" if masters > 1 else "")) if masters else "standalone"
-        print(
-            f"{name:>10} {enqueue['per_s']:>10} {drain['per_s']:>9}  "
-            f"{enqueue['redis_cpu_s']} | {drain['redis_cpu_s']}"
-            f"  (queues per master: {result['queues_per_master']})"
-        )
+        spread = done[0]["queues_per_master"]
+        print(f"{name:>10} {enqueue:>10} {drain:>9}  {cpu}  (queues per master: {spread})")
 
 
 if __name__ == "__main__":

@@ -413,7 +413,7 @@ def test_cluster_benchmark_runs() -> None:
     drained once (the benchmark raises on any loss)."""
     root = Path(__file__).resolve().parents[1]
     command = [sys.executable, "-m", "benchmarks.cluster", "--tasks", "300", "--masters", "3"]
-    command += ["--queues", "3", "--producers", "1", "--workers", "1"]
+    command += ["--queues", "3", "--producers", "1", "--workers", "1", "--repeat", "1"]
     done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3 masters" in done.stdout
