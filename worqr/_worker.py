@@ -66,6 +66,8 @@ class Worker(Lifecycle):
     acknowledgement Redis refuses (the process is no longer ours) changes nothing
     and is reported to the hooks as ``on_fenced``; one that fails because Redis is
     away is retried until it lands or is refused.
+
+    ``cluster=True``: ``url`` names a node of a Redis Cluster (docs/cluster.md).
     """
 
     def __init__(
@@ -84,6 +86,8 @@ class Worker(Lifecycle):
         base = settings or WorkerSettings()
         client = with_overrides(base.client, prefix=prefix)
         self.settings = with_overrides(base, client=client, concurrency=concurrency)
+        if not isinstance(cluster, bool):
+            raise TypeError(f"cluster must be True or False, not {type(cluster).__name__}")
         self.url = url
         self.cluster = cluster
         self._redis = redis
@@ -122,13 +126,17 @@ class Worker(Lifecycle):
 
     def configure(self, **changes: Any) -> None:
         """Replace settings before `run()`: WorkerSettings fields, or ``url``,
-        ``prefix`` and the client's Settings fields (used by the command line)."""
+        ``cluster``, ``prefix`` and the client's Settings fields (used by the
+        command line)."""
         if self._loop is not None:
             raise WorqrError("configure() must be called before the worker runs")
         if "url" in changes:
             self.url = changes.pop("url")
         if "cluster" in changes:
-            self.cluster = bool(changes.pop("cluster"))
+            cluster = changes.pop("cluster")
+            if not isinstance(cluster, bool):
+                raise TypeError(f"cluster must be True or False, not {type(cluster).__name__}")
+            self.cluster = cluster
         client_fields = {f.name for f in dataclasses.fields(self.settings.client)}
         client_changes = {k: changes.pop(k) for k in list(changes) if k in client_fields}
         client = with_overrides(self.settings.client, **client_changes)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
@@ -56,20 +56,36 @@ def command(client: redis.Redis, *args: Any) -> Any:
 
 
 class EmbeddedCluster:
-    """``masters`` redis-server processes forming one cluster; use as a context
-    manager or call `start()` and `close()`."""
+    """``masters`` redis-server processes forming one cluster, each with
+    ``replicas`` replicas; use as a context manager or call `start()` and `close()`.
+
+    ``node_timeout_ms`` is how long a master may be unreachable before its
+    replica takes over (Redis's ``cluster-node-timeout``)."""
 
     def __init__(
-        self, masters: int = 3, *, binary: str | None = None, extra_args: Sequence[str] = ()
+        self,
+        masters: int = 3,
+        *,
+        replicas: int = 0,
+        node_timeout_ms: int = 5000,
+        binary: str | None = None,
+        extra_args: Sequence[str] = (),
     ) -> None:
         if isinstance(masters, bool) or not isinstance(masters, int) or masters < 1:
             raise ValueError(f"masters must be a positive int, got {masters!r}")
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+            raise ValueError(f"replicas must be an int >= 0, got {replicas!r}")
         options = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
-        options += ["--cluster-node-timeout", "5000", *extra_args]
+        options += ["--cluster-node-timeout", str(node_timeout_ms), *extra_args]
         self.servers = [
             EmbeddedRedis(port=cluster_port(), binary=binary, extra_args=options)
             for _ in range(masters)
         ]
+        self.replica_servers = [
+            EmbeddedRedis(port=cluster_port(), binary=binary, extra_args=options)
+            for _ in range(masters * replicas)
+        ]
+        self._replicas = replicas
 
     @property
     def url(self) -> str:
@@ -78,32 +94,43 @@ class EmbeddedCluster:
 
     @property
     def ports(self) -> list[int]:
+        """The ports of the masters the cluster started with."""
         return [server.port for server in self.servers]
 
+    @property
+    def all_servers(self) -> list[EmbeddedRedis]:
+        return self.servers + self.replica_servers
+
     def start(self) -> EmbeddedCluster:
-        """Start every node, assign the slots, introduce the nodes and wait (with
-        a deadline) until every node reports ``cluster_state:ok``."""
-        for server in self.servers:
+        """Start every node, assign the slots, introduce the nodes, attach the
+        replicas and wait (with a deadline) until every node reports
+        ``cluster_state:ok`` and every replica is in sync."""
+        for server in self.all_servers:
             server.start()
-        clients = [node_client(port) for port in self.ports]
+        clients = [node_client(server.port) for server in self.all_servers]
+        masters = clients[: len(self.servers)]
         try:
-            per = SLOTS // len(clients)
-            for i, client in enumerate(clients):
-                last = SLOTS - 1 if i == len(clients) - 1 else (i + 1) * per - 1
+            per = SLOTS // len(masters)
+            for i, client in enumerate(masters):
+                last = SLOTS - 1 if i == len(masters) - 1 else (i + 1) * per - 1
                 command(client, "CLUSTER", "ADDSLOTS", *range(i * per, last + 1))
             for client in clients[1:]:
                 command(client, "CLUSTER", "MEET", "127.0.0.1", self.ports[0])
-            self._wait_ready(clients)
+            self._wait(lambda: all(self._node_ready(client) for client in clients))
+            ids = [self.node_id(port) for port in self.ports]
+            for i, client in enumerate(clients[len(masters) :]):
+                command(client, "CLUSTER", "REPLICATE", ids[i % len(ids)])
+            self._wait(lambda: all(self._in_sync(client) for client in masters))
         finally:
             for client in clients:
                 client.close()
         return self
 
-    def _wait_ready(self, clients: list[redis.Redis]) -> None:
+    def _wait(self, ready: Callable[[], bool]) -> None:
         deadline = time.monotonic() + READY_TIMEOUT
         while True:
             try:
-                if all(self._node_ready(client) for client in clients):
+                if ready():
                     return
             except redis.RedisError:
                 pass
@@ -117,9 +144,14 @@ class EmbeddedCluster:
         fields = dict(line.split(":", 1) for line in text.split() if ":" in line)
         return (
             fields.get("cluster_state") == "ok"
-            and int(fields.get("cluster_known_nodes", 0)) == len(self.servers)
+            and int(fields.get("cluster_known_nodes", 0)) == len(self.all_servers)
             and int(fields.get("cluster_slots_ok", 0)) == SLOTS
         )
+
+    def _in_sync(self, master: redis.Redis) -> bool:
+        info = master.info("replication")
+        online = [v for k, v in info.items() if k.startswith("slave") and isinstance(v, dict)]
+        return len(online) == self._replicas and all(v.get("state") == "online" for v in online)
 
     def node_id(self, port: int) -> str:
         with node_client(port) as client:
@@ -136,7 +168,7 @@ class EmbeddedCluster:
 
     def close(self) -> None:
         """Stop every node and remove its data directory."""
-        for server in self.servers:
+        for server in self.all_servers:
             server.close()
 
     def __enter__(self) -> EmbeddedCluster:
