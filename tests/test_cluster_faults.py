@@ -264,7 +264,7 @@ def test_a_redis_cluster_client_passed_in_works_and_never_resends(
     client = RedisCluster.from_url(redis_cluster.url)
     assert client.retry.get_retries() > 0  # redis-py's default: resend after a timeout
     with worqr.Worqr(redis=client, prefix=prefix) as wq:
-        assert wq.cluster  # implied by the client
+        assert wq._cluster  # implied by the client
         assert client.retry.get_retries() == 0
         wq.start_worker()
         wq.enqueue_many("q", ["a", "b"])
@@ -335,7 +335,7 @@ def test_asyncio_redis_cluster_clients_passed_in(redis_cluster: LocalCluster, pr
         subscriber = AsyncRedisCluster.from_url(redis_cluster.url)
         settings = worqr.Settings(prefix=prefix, **QUIET)
         async with worqr.AsyncWorqr(redis=client, subscriber=subscriber, settings=settings) as wq:
-            assert wq.cluster and client.retry.get_retries() == 0
+            assert wq._cluster and client.retry.get_retries() == 0
             heard: list[tuple[str, Any]] = []
             await wq.start_worker()
             await wq.on("q", lambda e, m: heard.append((e, m)))

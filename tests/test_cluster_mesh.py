@@ -167,7 +167,7 @@ def worker(make: Callable[..., worqr.Worqr]) -> worqr.Worqr:
 def test_clients_are_in_cluster_mode_and_publish_sharded(make: Callable[..., worqr.Worqr]) -> None:
     client = make(start=True)
     client.start_work("q")
-    assert client.cluster
+    assert client._cluster
     assert client._core.publish == "SPUBLISH"  # Redis 7 cluster: sharded pub/sub
 
 

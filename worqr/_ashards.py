@@ -13,7 +13,6 @@ import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import SlotNotCoveredError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ._reads import text
 from ._shards import UNSUBSCRIBED, ShardRouter, node_overrides
@@ -70,7 +69,7 @@ class AsyncClusterSubscriber:
         self._sharded = sharded
         self._router = ShardRouter()
         self._readers: dict[str, _NodeReader] = {}
-        self._inbox: asyncio.Queue[dict[str, Any] | BaseException] = asyncio.Queue()
+        self._inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._lock = asyncio.Lock()
         self._stale = False  # the slot map may have changed: place channels again
 
@@ -104,14 +103,10 @@ class AsyncClusterSubscriber:
                     raise
         try:
             if timeout <= 0:
-                item = self._inbox.get_nowait()
-            else:
-                item = await asyncio.wait_for(self._inbox.get(), timeout)
+                return self._inbox.get_nowait()
+            return await asyncio.wait_for(self._inbox.get(), timeout)
         except (TimeoutError, asyncio.QueueEmpty):
             return None
-        if isinstance(item, BaseException):
-            raise item
-        return item
 
     async def aclose(self) -> None:
         readers, self._readers = list(self._readers.values()), {}
@@ -132,12 +127,10 @@ class AsyncClusterSubscriber:
     def failed(self, node: str, error: BaseException) -> None:
         # A refused subscription (MOVED) or a lost node: place the node's channels
         # again from a fresh slot map (see `_shards.ClusterSubscriber.failed`).
+        # Not queued for the listener: see `_shards.ClusterSubscriber.failed`.
         self._router.forget_node(node)
         self._stale = True
-        if isinstance(error, RedisConnectionError | RedisTimeoutError):
-            self._inbox.put_nowait(error)
-        else:
-            logger.info("pub/sub on node %s: %s; subscribing again", node, error)
+        logger.info("pub/sub on node %s: %s; subscribing again", node, error)
 
     # -- placing channels --------------------------------------------------------
 

@@ -148,7 +148,7 @@ class ClusterSubscriber:
         self._sharded = sharded
         self._router = ShardRouter()
         self._readers: dict[str, _NodeReader] = {}
-        self._inbox: queue.Queue[dict[str, Any] | BaseException] = queue.Queue()
+        self._inbox: queue.Queue[dict[str, Any]] = queue.Queue()
         self._lock = threading.RLock()
         self._stale = False  # the slot map may have changed: place channels again
         self._retired: list[_NodeReader] = []  # closed once the lock is released
@@ -187,12 +187,9 @@ class ClusterSubscriber:
             finally:
                 self._close_retired()
         try:
-            item = self._inbox.get(timeout=timeout) if timeout > 0 else self._inbox.get_nowait()
+            return self._inbox.get(timeout=timeout) if timeout > 0 else self._inbox.get_nowait()
         except queue.Empty:
             return None
-        if isinstance(item, BaseException):
-            raise item
-        return item
 
     def close(self) -> None:
         with self._lock:
@@ -222,14 +219,15 @@ class ClusterSubscriber:
         # A refused subscription (MOVED) or a lost node: place the channels again
         # from a fresh slot map. Connection trouble also reaches the listener loop,
         # which logs the outage once and backs off.
+        # The error itself is not queued for the listener: placing the channels
+        # again (on its next wait) fails in turn if the cluster is really out of
+        # reach, and that failure is the outage the listener reports. Queued
+        # errors would outlive the outage and stall the listener after it.
         with self._lock:
             # Subscribe the node's channels again wherever the fresh map says.
             self._router.forget_node(node)
             self._stale = True
-        if isinstance(error, redis_py.ConnectionError | redis_py.TimeoutError):
-            self._inbox.put(error)
-        else:
-            logger.info("pub/sub on node %s: %s; subscribing again", node, error)
+        logger.info("pub/sub on node %s: %s; subscribing again", node, error)
 
     # -- placing channels --------------------------------------------------------
 

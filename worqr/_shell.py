@@ -69,11 +69,6 @@ class Shell:
         return f"{name}(prefix={self.settings.prefix!r}, worker_id={self.worker_id!r})"
 
     @property
-    def cluster(self) -> bool:
-        """True when this client works on a Redis Cluster."""
-        return self._cluster
-
-    @property
     def worker_id(self) -> str | None:
         """This client's id in the mesh; None before `start_worker()`."""
         return self._core.worker_id

@@ -159,12 +159,24 @@ class EmbeddedCluster:
         return reply.decode() if isinstance(reply, bytes) else str(reply)
 
     def owner(self, slot: int) -> int:
-        """The port of the master serving ``slot``, as the first node sees it."""
-        with node_client(self.ports[0]) as client:
-            for start, end, master, *_ in command(client, "CLUSTER", "SLOTS"):
+        """The port of the master serving ``slot``, as the first running node
+        that answers sees it (a node that was killed is skipped)."""
+        for server in self.all_servers:
+            if server.pid is None:
+                continue
+            try:
+                with node_client(server.port) as client:
+                    ranges = command(client, "CLUSTER", "SLOTS")
+            except redis.RedisError:
+                continue
+            for start, end, master, *_ in ranges:
                 if start <= slot <= end:
                     return int(master[1])
         raise RuntimeError(f"slot {slot} is not served")
+
+    def server(self, port: int) -> EmbeddedRedis:
+        """The node listening on ``port`` (to kill, pause or restart it)."""
+        return next(server for server in self.all_servers if server.port == port)
 
     def close(self) -> None:
         """Stop every node and remove its data directory."""
