@@ -103,6 +103,12 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
         threads[-1].start()
     tasks = [f"t{i}" for i in range(total)]
     producer = worqr.Worqr(redis_cluster.url, cluster=True, settings=worqr.Settings(prefix=prefix))
+    # A sync client listening too: its subscriber must follow the slot as well.
+    listener = worqr.Worqr(redis_cluster.url, cluster=True, settings=worqr.Settings(prefix=prefix))
+    heard: list[tuple[str, Any]] = []
+    listener.start_worker()
+    listener.on(queue, lambda event, message: heard.append((event, message)))
+    listener.start_work(queue)
     produced = threading.Event()
 
     def produce() -> None:
@@ -141,14 +147,17 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
         )
         # Both workers' shard subscriptions are back on the slot's owner.
         events = MeshKeys(prefix).queue(queue).events
-        assert shard_subscribers(home, events) == 2
+        assert shard_subscribers(home, events) == 3
         assert shard_subscribers(away, events) == 0
+        # The sync listener drained after subscribing, and again after each move.
+        assert heard.count(("work", 0)) >= 3, heard
     finally:
         for worker in workers:
             worker.stop()
         for thread in threads:
             thread.join(30)
         producer.close()
+        listener.close()
     assert sorted(done) == sorted(tasks + later)
     assert max(done.values()) == 1, "a task ran twice although no worker lost its lease"
     counters = raw.hgetall(MeshKeys(prefix).queue(queue).stats)
