@@ -67,6 +67,7 @@ from test_mesh_notify import (
 )
 
 import worqr
+from worqr._scripts import SCRIPT_NAMES
 
 LONG = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}
 
@@ -193,3 +194,45 @@ def test_close_leaves_the_mesh_and_stops_every_thread(
     assert producer.count_processes("q0") == 0
     assert producer.count_tasks("q0") == 3
     wait_until(lambda: set(threading.enumerate()) - before == set(), message="threads left")
+
+
+def test_every_script_and_read_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) -> None:
+    """Each script touches one slot and each read one key (or keys of one slot):
+    on a cluster a cross-slot call fails with CROSSSLOT. Every script worqr has
+    and every public read runs here; the scripts are counted as they run."""
+    client = make(start=False)
+    ran: set[str] = set()
+
+    def counting(name: str, script: Any) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            ran.add(name)
+            return script(*args, **kwargs)
+
+        return call
+
+    client._scripts = {name: counting(name, s) for name, s in client._scripts.items()}
+    worker_id = client.start_worker()
+    client.configure_queue("q", max_recoveries=3)
+    client.enqueue_many("q", ["a", "b", "c", "d", "e"])
+    a, b, c, d = client.dequeue_many("q", 4)
+    assert client.finish_process(a) and client.stop_process(b) and client.fail_process(c)
+    assert client.processes_exist("q", [d.id, a.id]) == [True, False]
+    assert client.count_worker_processes("q", worker_id) == 1
+    assert client.get_failed("q") == ["c"] and client.count_failed("q") == 1
+    assert client.requeue_failed("q") == 1 and client.count_failed("q") == 0
+    assert client.dequeue_many("q", 5)  # "b", "e", "c"
+    assert client.fail_worker() == 4
+    [again] = client.dequeue_many("q", 1)
+    assert client.fail_process(again) and client.purge_failed("q") == 1
+    assert client.cancel_tasks("q", "e") >= 1
+    assert client.get_stats("q")["enqueued"] == 5
+    assert client.get_worker_info(worker_id)["pid"]
+    assert client.workers_alive([worker_id, "nobody"]) == [True, False]
+    assert client.get_queues() == ["q"] and client.get_workers() == [worker_id]
+    assert client.get_working_queues() == ["q"]
+    assert client.heartbeat() in ("ok", "reaped")
+    assert client.reap() == 0
+    client.stop_work("q")
+    client.delete_queue("q")
+    client.close()  # forget_worker
+    assert ran == set(SCRIPT_NAMES)
