@@ -449,3 +449,32 @@ def test_metrics_collector_on_a_cluster(redis_cluster: LocalCluster, prefix: str
             assert finished == 1
     finally:
         collector.close()
+
+
+def test_sharded_publish_on_a_6_2_node_never_fails_after_writing(
+    cluster_62: LocalCluster, prefix: str
+) -> None:
+    """A client that decided on SPUBLISH (e.g. it asked a 7.x node of a cluster
+    being upgraded) running a script on a 6.2 node: the script publishes
+    classically instead of failing after its writes (Redis does not roll a
+    script back), so an enqueue is neither an error nor a task pushed twice."""
+    settings = worqr.Settings(prefix=prefix, **QUIET)
+    with worqr.Worqr(cluster_62.url, cluster=True, settings=settings) as client:
+        client._core.publish = "SPUBLISH"
+        client.start_worker()
+        client.start_work("q")  # idle: every script below has someone to publish to
+        client.enqueue_many("q", ["a", "b"])  # enqueue wakes it
+        a, b = client.dequeue_many("q", 5)  # fewer than asked: idle again
+        assert client.stop_process(a)  # stop wakes it
+        assert client.cancel_tasks("q", "b") == 1  # cancel announces b's process
+        [a] = client.dequeue_many("q", 5)
+        assert client.fail_process(a)
+        assert client.requeue_failed("q") == 1  # requeue_failed wakes it
+        [a] = client.dequeue_many("q", 5)
+        assert client.fail_worker() == 1  # requeue_owned wakes it
+        assert [p.task for p in client.dequeue_many("q", 5)] == ["a"]
+        assert client.count_tasks("q") == 0
+        stats = client.get_stats("q")
+        assert stats["enqueued"] == 2 and stats["cancelled"] == 1
+        client.delete_queue("q")  # delete_queue announces it
+        assert client.count_tasks("q") == 0

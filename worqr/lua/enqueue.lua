@@ -4,6 +4,7 @@
 -- KEYS[3] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[2] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
+--                           (SPUBLISH on a node older than 7.0 falls back to PUBLISH)
 -- ARGV[3..n] task           one or more payloads, oldest first
 -- Reply: integer, the queue length after the push.
 -- Errors: none.
@@ -12,6 +13,9 @@ local idle = KEYS[2]
 local stats = KEYS[3]
 local wake_prefix = ARGV[1]
 local publish = ARGV[2]
+if publish == 'SPUBLISH' and not redis.REDIS_VERSION_NUM then
+  publish = 'PUBLISH'  -- a node older than 7.0 (a cluster mid-upgrade): never fail after writing
+end
 
 local length = 0
 for i = 3, #ARGV do

@@ -8,6 +8,7 @@
 -- ARGV[1] count             dead letters moved at most by this call
 -- ARGV[2] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[3] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
+--                           (SPUBLISH on a node older than 7.0 falls back to PUBLISH)
 -- Reply: {moved, remaining}  remaining = dead letters left on the failed list
 -- Errors: none.
 local failed = KEYS[1]
@@ -17,6 +18,9 @@ local stats = KEYS[4]
 local count = tonumber(ARGV[1])
 local wake_prefix = ARGV[2]
 local publish = ARGV[3]
+if publish == 'SPUBLISH' and not redis.REDIS_VERSION_NUM then
+  publish = 'PUBLISH'  -- a node older than 7.0 (a cluster mid-upgrade): never fail after writing
+end
 
 local moved = 0
 while moved < count do

@@ -7,6 +7,7 @@
 -- ARGV[1] pid
 -- ARGV[2] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[3] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
+--                           (SPUBLISH on a node older than 7.0 falls back to PUBLISH)
 -- Reply: 1 if the process existed and its task is queued again, else 0.
 -- Errors: none.
 local tasks = KEYS[1]
@@ -17,6 +18,9 @@ local stats = KEYS[5]
 local pid = ARGV[1]
 local wake_prefix = ARGV[2]
 local publish = ARGV[3]
+if publish == 'SPUBLISH' and not redis.REDIS_VERSION_NUM then
+  publish = 'PUBLISH'  -- a node older than 7.0 (a cluster mid-upgrade): never fail after writing
+end
 
 redis.call('ZREM', owned, pid)
 local task = redis.call('HGET', processes, pid)
