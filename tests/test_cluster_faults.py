@@ -464,9 +464,9 @@ def test_sharded_publish_on_a_6_2_node_never_fails_after_writing(
         client.start_worker()
         client.start_work("q")  # idle: every script below has someone to publish to
         client.enqueue_many("q", ["a", "b"])  # enqueue wakes it
-        a, b = client.dequeue_many("q", 5)  # fewer than asked: idle again
+        a, _held = client.dequeue_many("q", 5)  # fewer than asked: idle again
         assert client.stop_process(a)  # stop wakes it
-        assert client.cancel_tasks("q", "b") == 1  # cancel announces b's process
+        assert client.cancel_tasks("q", "b") == 1  # cancel announces the held process
         [a] = client.dequeue_many("q", 5)
         assert client.fail_process(a)
         assert client.requeue_failed("q") == 1  # requeue_failed wakes it
