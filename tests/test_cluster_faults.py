@@ -33,6 +33,7 @@ from test_metrics_collector import scrape, value
 
 import worqr
 from worqr._keys import MeshKeys
+from worqr.embedded import free_port
 from worqr.metrics.collector import MeshCollector
 
 QUIET = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}  # no timer fires
@@ -478,3 +479,21 @@ def test_sharded_publish_on_a_6_2_node_never_fails_after_writing(
         assert stats["enqueued"] == 2 and stats["cancelled"] == 1
         client.delete_queue("q")  # delete_queue announces it
         assert client.count_tasks("q") == 0
+
+
+def test_an_unreachable_cluster_is_an_outage_not_a_crash(prefix: str) -> None:
+    """No node answers: the asyncio client (it reads the slot map on first use)
+    retries for ``retry_deadline`` and raises RedisUnavailableError, as for a
+    standalone Redis that is down; the sync client's constructor reads the slot
+    map at once and says so."""
+    dead = f"redis://127.0.0.1:{free_port()}"
+    settings = worqr.Settings(prefix=prefix, retry_deadline=0.5, socket_timeout=0.5)
+
+    async def main() -> None:
+        async with worqr.AsyncWorqr(dead, cluster=True, settings=settings) as client:
+            with pytest.raises(worqr.RedisUnavailableError):
+                await client.enqueue("q", "a")
+
+    asyncio.run(main())
+    with pytest.raises(redis.RedisClusterException, match="cannot be connected"):
+        worqr.Worqr(dead, cluster=True, settings=settings)

@@ -17,6 +17,7 @@ from redis.exceptions import (
     ClusterDownError,
     ClusterError,
     NoScriptError,
+    RedisClusterException,
     SlotNotCoveredError,
     TryAgainError,
 )
@@ -63,6 +64,12 @@ T = TypeVar("T")
 Plan: TypeAlias = Generator[Request, Any, T]
 
 
+def _cluster_unreachable(error: BaseException) -> bool:
+    """redis-py's cluster client found no node to read the slot map from: it
+    sent nothing (raised before any command, e.g. on its first use)."""
+    return isinstance(error, RedisClusterException) and "cannot be connected" in str(error)
+
+
 def never_sent(error: BaseException) -> bool:
     """True when the command certainly never reached Redis (the connect failed).
 
@@ -70,6 +77,8 @@ def never_sent(error: BaseException) -> bool:
     ``Timeout connecting to server``; a failure while reading a reply is
     ambiguous: Redis may have applied the command.
     """
+    if _cluster_unreachable(error):
+        return True
     return isinstance(error, RedisConnectionError | RedisTimeoutError) and (
         "connecting to" in str(error)
     )
@@ -80,7 +89,9 @@ def is_connection_error(error: BaseException) -> bool:
     # is not an outage: resending it until the deadline only hides the cause.
     if isinstance(error, AuthenticationError | AuthorizationError):
         return False
-    return isinstance(error, RedisConnectionError | RedisTimeoutError)
+    return isinstance(error, RedisConnectionError | RedisTimeoutError) or _cluster_unreachable(
+        error
+    )
 
 
 def refused(error: BaseException) -> bool:

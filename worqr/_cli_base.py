@@ -120,7 +120,7 @@ def admin_client(args: argparse.Namespace) -> Iterator[Worqr]:
     except ValueError as error:  # redis-py rejects malformed URLs with ValueError
         raise CliError(f"bad Redis URL: {error}", EXIT_USAGE) from None
     except (RedisError, RedisClusterException) as error:  # a cluster client connects at once
-        raise CliError(f"cannot reach the Redis Cluster: {error}") from None
+        raise CliError(f"Redis Cluster: {error}") from None
     with client:
         yield client
 

@@ -105,7 +105,7 @@ def _exporter(args: argparse.Namespace) -> int:
             cluster=args.cluster,
         )
     except RedisClusterException as error:  # a cluster client reads the slot map at once
-        raise CliError(f"cannot reach the Redis Cluster: {error}") from None
+        raise CliError(f"Redis Cluster: {error}") from None
     except OSError as error:  # e.g. the port is taken
         raise CliError(f"cannot serve metrics on {args.host}:{args.port}: {error}") from None
     return 0

@@ -89,9 +89,7 @@ class MeshCollector(Collector):
         if cluster:
             client = RedisCluster.from_url(resolve_url(url), retry=no_redis_retries(), **options)
         else:
-            client = redis_py.Redis.from_url(
-                resolve_url(url), retry=no_redis_retries(), **options
-            )
+            client = redis_py.Redis.from_url(resolve_url(url), retry=no_redis_retries(), **options)
         return cls(client, prefix)
 
     def describe(self) -> Iterable[Metric]:
