@@ -295,6 +295,18 @@ def test_bad_cluster_arguments_are_refused_before_anything_is_created(
     with pytest.raises(TypeError, match="RedisCluster"):
         worqr.Worqr(redis=plain, cluster=True)
     plain.close()
+    # cluster=True on a standalone Redis: a mistake, refused at once (no retries).
+    with pytest.raises(redis.RedisClusterException, match="not enabled"):
+        worqr.Worqr(redis_url, cluster=True, prefix=prefix)
+
+    async def on_standalone() -> None:
+        async with worqr.AsyncWorqr(redis_url, cluster=True, prefix=prefix) as client:
+            started = time.monotonic()
+            with pytest.raises(redis.RedisClusterException, match="not enabled"):
+                await client.enqueue("q", "a")
+            assert time.monotonic() - started < 2
+
+    asyncio.run(on_standalone())
     # A standalone client pointed at a cluster node says so at once, no 10 s of retries.
     with worqr.Worqr(redis_cluster.url, prefix=prefix) as standalone:
         started = time.monotonic()

@@ -66,8 +66,14 @@ Plan: TypeAlias = Generator[Request, Any, T]
 
 def _cluster_unreachable(error: BaseException) -> bool:
     """redis-py's cluster client found no node to read the slot map from: it
-    sent nothing (raised before any command, e.g. on its first use)."""
-    return isinstance(error, RedisClusterException) and "cannot be connected" in str(error)
+    sent nothing (raised before any command, e.g. on its first use). Not when a
+    node answered that it is no cluster node: that is a mistake, not an outage."""
+    message = str(error)
+    return (
+        isinstance(error, RedisClusterException)
+        and "cannot be connected" in message
+        and "not enabled" not in message
+    )
 
 
 def never_sent(error: BaseException) -> bool:

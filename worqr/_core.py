@@ -227,7 +227,7 @@ class Core(Reads):
         )
         self._registered[queue] = time.monotonic()
         yield script("join_queue", (keys.members, keys.idle), (worker,))
-        self.publish or (yield from self.publish_command())  # subscribe to match it
+        yield from self.publish_command()  # subscribe the way scripts will publish
         self._channels[keys.events] = (queue, "events")
         self._channels[keys.wake(worker)] = (queue, "wake")
         yield Subscribe(add=(keys.events, keys.wake(worker)))
@@ -516,7 +516,7 @@ class Core(Reads):
         listeners = self._listeners.setdefault(queue, [])
         if callback not in listeners:  # a retry after a failed subscribe: hear events once
             listeners.append(callback)
-        self.publish or (yield from self.publish_command())  # subscribe to match it
+        yield from self.publish_command()  # subscribe the way scripts will publish
         self._channels.setdefault(keys.events, (queue, "events"))
         yield Subscribe(add=(keys.events,))
 
