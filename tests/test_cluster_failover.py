@@ -61,6 +61,10 @@ def test_a_master_failover_during_a_run(replicated: LocalCluster, prefix: str) -
     unsure: list[str] = []  # enqueues that raised: maybe applied, maybe not
     stop = threading.Event()
     producer = worqr.Worqr(replicated.url, cluster=True, settings=client)
+    # A sync client listening too: its subscriber must move to the new master as well.
+    listener = worqr.Worqr(replicated.url, cluster=True, settings=client)
+    heard: list[tuple[str, object]] = []
+    listener.on(queue, lambda event, message: heard.append((event, message)))
 
     def produce() -> None:
         for i in range(100_000):
@@ -122,7 +126,10 @@ def test_a_master_failover_during_a_run(replicated: LocalCluster, prefix: str) -
         new_owner = replicated.owner(queue_slot)
         with redis.Redis(port=new_owner) as node:
             subscribers = node.execute_command("PUBSUB", "SHARDNUMSUB", events)[1]
-        assert subscribers == 2, "the shard subscriptions did not move to the new master"
+            assert subscribers == 3, "the shard subscriptions did not move to the new master"
+            # The sync listener hears what is published on the new master.
+            node.execute_command("SPUBLISH", events, "cancel:token")
+        wait_until(lambda: ("cancel", ["token"]) in heard, message="no event after failover")
     finally:
         stop.set()
         for worker in workers:
@@ -130,3 +137,4 @@ def test_a_master_failover_during_a_run(replicated: LocalCluster, prefix: str) -
         for thread in threads:
             thread.join(30)
         producer.close()
+        listener.close()
