@@ -9,8 +9,16 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 import pytest
+from redis.asyncio.client import PubSub as AsyncPubSub
 
 from worqr.embedded_cluster import EmbeddedCluster, node_client
+
+needs_asyncio_cluster = pytest.mark.skipif(
+    not hasattr(AsyncPubSub, "ssubscribe"),
+    reason="AsyncWorqr(cluster=True) needs redis-py >= 8.0 (asyncio sharded pub/sub); "
+    "`make bench` installs peers that pin an older one",
+)
+"""For tests of AsyncWorqr or the worker runtime (which runs one) on a cluster."""
 
 
 class LocalCluster(EmbeddedCluster):

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from cluster_fixtures import LocalCluster
+from cluster_fixtures import LocalCluster, needs_asyncio_cluster
 from helpers import wait_until
 from redis.crc import key_slot
 
@@ -33,6 +33,7 @@ def replicated() -> Iterator[LocalCluster]:
         cluster.close()
 
 
+@needs_asyncio_cluster
 def test_a_master_failover_during_a_run(replicated: LocalCluster, prefix: str) -> None:
     mesh_owner = replicated.owner(key_slot(MeshKeys(prefix).workers.encode()))
     queue = next(

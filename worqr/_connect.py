@@ -9,9 +9,11 @@ from typing import Any
 
 import redis as redis_py
 from redis.asyncio import Redis as AsyncRedis
+from redis.asyncio.client import PubSub as AsyncPubSub
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 
+from ._errors import WorqrError
 from ._retry import no_redis_retries
 from ._settings import Settings
 
@@ -70,6 +72,16 @@ def check_client(client: Any, role: str, *, asynchronous: bool, cluster: bool) -
         # redis-py < 6 reads this attribute instead of the retry object: both say
         # "never resend" (a RedisCluster resends after a timeout by default).
         target.cluster_error_retry_attempts = 0
+
+
+def require_cluster_support(asynchronous: bool) -> None:
+    """Sharded pub/sub in ``redis.asyncio`` came with redis-py 8.0; without it an
+    asyncio client could not listen the way the mesh's scripts publish."""
+    if asynchronous and not hasattr(AsyncPubSub, "ssubscribe"):
+        raise WorqrError(
+            f"AsyncWorqr(cluster=True) needs redis-py >= 8.0 (installed: {redis_py.__version__}); "
+            "the sync Worqr works on a cluster with redis-py >= 5.0"
+        )
 
 
 def command_client(url: str, settings: Settings, *, asynchronous: bool, cluster: bool) -> Any:

@@ -191,7 +191,8 @@ class Core(Reads):
         if self.worker_id is not None:
             return self.worker_id
         self._leaving = False
-        yield from check_eviction_policy()
+        if not self.cluster:  # CONFIG GET has no slot: redis-py's cluster clients
+            yield from check_eviction_policy()  # route it to one node, or cannot at all
         worker = yield from self._register()
         self.worker_id = worker
         return worker

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from redis.exceptions import RedisClusterException, ResponseError
+from redis.exceptions import ResponseError
 
 from ._calls import Plan, command
 
@@ -16,18 +16,15 @@ def check_eviction_policy() -> Plan[None]:
     """Read ``maxmemory-policy`` once and warn unless it is ``noeviction``.
 
     Advice only: a user without the CONFIG command (an ACL, or a managed Redis
-    that renames it) starts all the same, and so does a client redis-py cannot
-    route CONFIG GET for (the asyncio Redis Cluster client). On a cluster the sync
-    client reads one node, or every node as a dict of replies.
+    that renames it) starts all the same.
     """
     try:
         reply: Any = yield command("CONFIG", "GET", "maxmemory-policy")
-    except (ResponseError, RedisClusterException) as error:
+    except ResponseError as error:
         logger.debug("cannot read maxmemory-policy (%s); eviction check skipped", error)
         return
     values = list(reply.values()) if isinstance(reply, dict) else list(reply[1::2])
-    nested = [v for value in values if isinstance(value, dict) for v in value.values()]
-    for value in nested or values:
+    for value in values:
         policy = value.decode() if isinstance(value, bytes) else str(value)
         if policy != "noeviction":
             logger.warning(

@@ -51,10 +51,18 @@ def describe(request: Request) -> str:
     return "subscribe"
 
 
+def _redirected(error: BaseException) -> bool:
+    """A cluster redirection (redis-py < 8 parses it as a plain ResponseError
+    outside a cluster client)."""
+    if isinstance(error, AskError):
+        return True
+    return isinstance(error, ResponseError) and str(error).startswith(("MOVED ", "ASK "))
+
+
 def final_error(request: Request, error: BaseException) -> BaseException:
     """What a call that failed for good raises: script error codes become worqr
     exceptions; connection trouble becomes ambiguous (maybe applied) or unavailable."""
-    if isinstance(error, AskError):  # MOVED or ASK reached a standalone client
+    if _redirected(error):  # MOVED or ASK reached a standalone client
         return WorqrError(
             f"Redis answered {describe(request)} with a cluster redirection ({error}): "
             "it is a Redis Cluster node; connect with cluster=True (--cluster on the "

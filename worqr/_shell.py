@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._connect import check_client, command_client, is_cluster, resolve_url
+from ._connect import (
+    check_client,
+    command_client,
+    is_cluster,
+    require_cluster_support,
+    resolve_url,
+)
 from ._core import Core, Observer
 from ._scripts import SCRIPT_NAMES, source
 from ._settings import Settings, with_overrides
@@ -45,6 +51,8 @@ class Shell:
             max_recoveries=max_recoveries,
         )
         self._cluster = cluster or is_cluster(redis)
+        if self._cluster:
+            require_cluster_support(asynchronous)
         self._url = resolve_url(url)
         # Clients passed in are checked (and their resends switched off) before
         # anything is created, so a bad one leaves nothing behind.
