@@ -160,8 +160,10 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
         events = MeshKeys(prefix).queue(queue).events
         assert shard_subscribers(home, events) == 3
         assert shard_subscribers(away, events) == 0
-        # The sync listener drained after subscribing, and again after each move.
-        assert heard.count(("work", 0)) >= 3, heard
+        # The sync listener drained after subscribing, and again after subscribing
+        # anew (once or twice: the slot may be back home before it resubscribes;
+        # either way the old owner dropped its subscription when the slot left).
+        assert heard.count(("work", 0)) >= 2, heard
     finally:
         for worker in workers:
             worker.stop()
