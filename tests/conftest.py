@@ -67,3 +67,6 @@ def fresh_redis(make_redis: Callable[..., EmbeddedRedis]) -> EmbeddedRedis:
     reloads every acknowledged write (FLUSHALL after restart to simulate data loss).
     """
     return make_redis(appendonly=True, extra_args=["--appendfsync", "always"])
+
+
+from cluster_fixtures import redis_cluster, redis_cluster_url  # noqa: F401, E402  (session fixtures)

@@ -13,16 +13,15 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
-from redis.commands.core import AsyncScript
+from redis.asyncio.cluster import RedisCluster
 from tenacity import AsyncRetrying
 
+from ._ashards import AsyncClusterSubscriber
 from ._calls import Pinned, Plan, Request, Subscribe, may_resend
-from ._connect import check_client, command_options, subscriber_options
+from ._connect import subscriber_client, subscriber_options
 from ._core import Callback
 from ._process import Process
 from ._retry import OutageLog, final_error, tenacity_options
-from ._scripts import SCRIPT_NAMES, source
-from ._sentinel import async_master_client
 from ._settings import Settings
 from ._shell import Shell
 
@@ -56,12 +55,13 @@ class AsyncWorqr(Shell):
         url: str | None = None,
         *,
         prefix: str | None = None,
-        redis: aioredis.Redis | None = None,
-        subscriber: aioredis.Redis | None = None,
+        redis: aioredis.Redis | RedisCluster | None = None,
+        subscriber: aioredis.Redis | RedisCluster | None = None,
         ttl: float | None = None,
         heartbeat: float | None = None,
         max_recoveries: int | None = None,
         settings: Settings | None = None,
+        cluster: bool = False,
         sentinels: Iterable[tuple[str, int]] | None = None,
         service_name: str | None = None,
     ) -> None:
@@ -72,31 +72,17 @@ class AsyncWorqr(Shell):
             ttl=ttl,
             heartbeat=heartbeat,
             max_recoveries=max_recoveries,
+            redis=redis,
+            subscriber=subscriber,
+            cluster=cluster,
             sentinels=sentinels,
             service_name=service_name,
+            asynchronous=True,
         )
-        self._own_redis = redis is None
-        self._own_subscriber = subscriber is None
-        if redis is None:
-            redis = self._connect(command_options(self.settings, asynchronous=True))
-        else:
-            check_client(redis, "redis")
-        if subscriber is not None:
-            check_client(subscriber, "subscriber")
-        self._redis = redis
-        self._subscriber = subscriber
-        self._pubsub: PubSub | None = None
-        self._scripts: dict[str, AsyncScript] = {
-            name: redis.register_script(source(name)) for name in SCRIPT_NAMES
-        }
+        self._pubsub: PubSub | AsyncClusterSubscriber | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._start_lock = asyncio.Lock()
         self._closing = False  # ends a loop whose own callback called aclose()
-
-    def _connect(self, options: dict[str, Any]) -> aioredis.Redis:
-        if self._sentinel is not None:  # follows the master across failovers
-            return async_master_client(self._sentinel, options)
-        return aioredis.Redis.from_url(self._url, **options)
 
     # -- driving plans ---------------------------------------------------------
 
@@ -150,7 +136,7 @@ class AsyncWorqr(Shell):
                 return await pipe.execute(raise_on_error=False)
         if request.script is not None:
             return await self._scripts[request.script](request.keys, request.args, self._redis)
-        return await self._redis.execute_command(*request.args)  # type: ignore[no-untyped-call]
+        return await self._redis.execute_command(*request.args)
 
     # -- producing -------------------------------------------------------------
 
@@ -283,13 +269,20 @@ class AsyncWorqr(Shell):
                 self._core.emit("heartbeat_failed", error=type(error).__name__)
                 outage.failed(error)
 
-    def _ensure_listener(self) -> PubSub:
+    def _ensure_listener(self) -> PubSub | AsyncClusterSubscriber:
         if self._pubsub is None:
-            if self._subscriber is None:
-                self._subscriber = self._connect(
-                    subscriber_options(self.settings, asynchronous=True)
+            if self._cluster:
+                self._pubsub = AsyncClusterSubscriber(
+                    self._subscriber or self._redis,
+                    subscriber_options(self.settings, asynchronous=True),
+                    sharded=self._core.sharded,
                 )
-            self._pubsub = self._subscriber.pubsub()
+            else:
+                if self._subscriber is None:
+                    self._subscriber = subscriber_client(
+                        self._url, self.settings, asynchronous=True, sentinel=self._sentinel
+                    )
+                self._pubsub = self._subscriber.pubsub()
             self._spawn(self._listen_loop(), "worqr-listener")
         return self._pubsub
 
@@ -342,7 +335,7 @@ class AsyncWorqr(Shell):
                     await asyncio.wait(others)
             finally:
                 if self._pubsub is not None:
-                    await self._pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await self._pubsub.aclose()
                 if self._own_subscriber and self._subscriber is not None:
                     await self._subscriber.aclose()
                 if self._own_redis:

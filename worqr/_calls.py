@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
 from redis.asyncio.sentinel import MasterNotFoundError as AsyncMasterNotFoundError
-from redis.exceptions import AuthenticationError, AuthorizationError, NoScriptError
+from redis.exceptions import (
+    AuthenticationError,
+    AuthorizationError,
+    ClusterDownError,
+    ClusterError,
+    NoScriptError,
+    RedisClusterException,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.sentinel import MasterNotFoundError
@@ -78,6 +87,18 @@ T = TypeVar("T")
 Plan: TypeAlias = Generator[Request, Any, T]
 
 
+def _cluster_unreachable(error: BaseException) -> bool:
+    """redis-py's cluster client found no node to read the slot map from: it
+    sent nothing (raised before any command, e.g. on its first use). Not when a
+    node answered that it is no cluster node: that is a mistake, not an outage."""
+    message = str(error)
+    return (
+        isinstance(error, RedisClusterException)
+        and "cannot be connected" in message
+        and "not enabled" not in message
+    )
+
+
 def never_sent(error: BaseException) -> bool:
     """True when the command certainly never reached Redis (the connect failed).
 
@@ -91,6 +112,8 @@ def never_sent(error: BaseException) -> bool:
         return True
     if isinstance(error, RedisConnectionError) and str(error) == DEMOTED:
         return True
+    if _cluster_unreachable(error):
+        return True
     return isinstance(error, RedisConnectionError | RedisTimeoutError) and (
         "connecting to" in str(error)
     )
@@ -101,14 +124,30 @@ def is_connection_error(error: BaseException) -> bool:
     # is not an outage: resending it until the deadline only hides the cause.
     if isinstance(error, AuthenticationError | AuthorizationError):
         return False
-    return isinstance(error, RedisConnectionError | RedisTimeoutError)
+    return isinstance(error, RedisConnectionError | RedisTimeoutError) or _cluster_unreachable(
+        error
+    )
+
+
+def refused(error: BaseException) -> bool:
+    """True when Redis certainly did not run the command: any call may be resent.
+
+    NOSCRIPT: redis-py reloads a script once; a second flush (SCRIPT FLUSH, another
+    failover) between that reload and its retry still reaches us. On a cluster:
+    TRYAGAIN (a slot half migrated), CLUSTERDOWN, a slot no node serves yet, and
+    redis-py's "TTL exhausted" (raised only when MOVED/ASK/TRYAGAIN redirects ran
+    out). MOVED and ASK themselves never reach worqr from a cluster client, which
+    follows them; a standalone client that meets them talks to a cluster node by
+    mistake, and resending cannot help (see `_retry.final_error`)."""
+    if isinstance(error, NoScriptError | TryAgainError | ClusterDownError):
+        return True
+    if isinstance(error, SlotNotCoveredError):
+        return True
+    return isinstance(error, ClusterError) and "TTL exhausted" in str(error)
 
 
 def may_resend(call: Request, error: BaseException) -> bool:
-    # NOSCRIPT means the script did not run, so any call may be resent. redis-py
-    # reloads a script once; a second flush (SCRIPT FLUSH, another failover)
-    # between that reload and its retry still reaches us.
-    if isinstance(error, NoScriptError):
+    if refused(error):
         return True
     if not is_connection_error(error):
         return False

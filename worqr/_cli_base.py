@@ -8,6 +8,8 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
+from redis.exceptions import RedisClusterException, RedisError
+
 from ._client import Worqr
 from ._connect import resolve_url
 from ._keys import validate_name
@@ -102,6 +104,11 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prefix", type=prefix_name, help="key prefix of the mesh (default: worqr)"
     )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="the URL names a node of a Redis Cluster (default: a standalone Redis)",
+    )
     # Hidden: how long an unreachable Redis is retried; tests make it short.
     parser.add_argument(
         "--retry-deadline",
@@ -118,9 +125,13 @@ def admin_client(args: argparse.Namespace) -> Iterator[Worqr]:
         retry_deadline=args.retry_deadline, socket_timeout=max(args.retry_deadline, 5.0)
     )
     try:
-        client = Worqr(resolve_url(args.url), prefix=args.prefix, settings=settings)
+        client = Worqr(
+            resolve_url(args.url), prefix=args.prefix, settings=settings, cluster=args.cluster
+        )
     except ValueError as error:  # redis-py rejects malformed URLs with ValueError
         raise CliError(f"bad Redis URL: {error}", EXIT_USAGE) from None
+    except (RedisError, RedisClusterException) as error:  # a cluster client connects at once
+        raise CliError(f"Redis Cluster: {error}") from None
     with client:
         yield client
 

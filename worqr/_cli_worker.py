@@ -79,6 +79,8 @@ def configure(worker: Worker, args: argparse.Namespace, url: str | None) -> None
         "grace_period": args.grace,
     }
     changes = {name: value for name, value in changes.items() if value is not None}
+    if args.cluster:
+        changes["cluster"] = True
     if url is not None:
         try:
             check_url(url)  # parses only; connects to nothing
@@ -154,6 +156,8 @@ def child_command(args: argparse.Namespace) -> Callable[[int], list[str]]:
             base += [flag, str(value)]
     if args.url is not None or args.url_from_env:
         base.append("--url-from-env")
+    if args.cluster:
+        base.append("--cluster")
     if args.metrics_port is not None:
         base.append("--metrics-child")
 

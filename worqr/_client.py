@@ -12,17 +12,16 @@ from typing import Any, TypeVar
 
 import redis as redis_py
 from redis.client import PubSub
-from redis.commands.core import Script
+from redis.cluster import RedisCluster
 from tenacity import Retrying
 
 from ._calls import Pinned, Plan, Request, Subscribe, may_resend
-from ._connect import check_client, command_options, subscriber_options
+from ._connect import subscriber_client, subscriber_options
 from ._core import Callback
 from ._process import Process
 from ._retry import OutageLog, final_error, tenacity_options
-from ._scripts import SCRIPT_NAMES, source
-from ._sentinel import master_client
 from ._settings import Settings
+from ._shards import ClusterSubscriber
 from ._shell import Shell
 
 T = TypeVar("T")
@@ -36,17 +35,20 @@ class Worqr(Shell):
     several threads; background threads run only after `start_worker()` or `on()`.
     """
 
+    _redis: redis_py.Redis | RedisCluster
+
     def __init__(
         self,
         url: str | None = None,
         *,
         prefix: str | None = None,
-        redis: redis_py.Redis | None = None,
-        subscriber: redis_py.Redis | None = None,
+        redis: redis_py.Redis | RedisCluster | None = None,
+        subscriber: redis_py.Redis | RedisCluster | None = None,
         ttl: float | None = None,
         heartbeat: float | None = None,
         max_recoveries: int | None = None,
         settings: Settings | None = None,
+        cluster: bool = False,
         sentinels: Iterable[tuple[str, int]] | None = None,
         service_name: str | None = None,
     ) -> None:
@@ -57,31 +59,17 @@ class Worqr(Shell):
             ttl=ttl,
             heartbeat=heartbeat,
             max_recoveries=max_recoveries,
+            redis=redis,
+            subscriber=subscriber,
+            cluster=cluster,
             sentinels=sentinels,
             service_name=service_name,
+            asynchronous=False,
         )
-        self._own_redis = redis is None
-        self._own_subscriber = subscriber is None
-        if redis is None:
-            redis = self._connect(command_options(self.settings))
-        else:
-            check_client(redis, "redis")
-        if subscriber is not None:
-            check_client(subscriber, "subscriber")
-        self._redis = redis
-        self._subscriber = subscriber
-        self._pubsub: PubSub | None = None
-        self._scripts: dict[str, Script] = {
-            name: redis.register_script(source(name)) for name in SCRIPT_NAMES
-        }
+        self._pubsub: PubSub | ClusterSubscriber | None = None
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
-
-    def _connect(self, options: dict[str, Any]) -> redis_py.Redis:
-        if self._sentinel is not None:  # follows the master across failovers
-            return master_client(self._sentinel, options)
-        return redis_py.Redis.from_url(self._url, **options)
 
     # -- driving plans ---------------------------------------------------------
 
@@ -119,7 +107,7 @@ class Worqr(Shell):
             if request.add:
                 pubsub.subscribe(*request.add)
             if request.remove:
-                pubsub.unsubscribe(*request.remove)  # type: ignore[no-untyped-call]
+                pubsub.unsubscribe(*request.remove)
             return None
         if isinstance(request, Pinned):
             with self._redis.pipeline(transaction=False) as pipe:
@@ -128,7 +116,7 @@ class Worqr(Shell):
                         sha = self._scripts[call.script].sha
                         pipe.evalsha(sha, len(call.keys), *call.keys, *call.args)
                     else:
-                        pipe.execute_command(*call.args)  # type: ignore[no-untyped-call]
+                        pipe.execute_command(*call.args)
                 return pipe.execute(raise_on_error=False)
         if request.script is not None:
             return self._scripts[request.script](request.keys, request.args, self._redis)
@@ -282,12 +270,21 @@ class Worqr(Shell):
                 self._core.emit("heartbeat_failed", error=type(error).__name__)
                 outage.failed(error)
 
-    def _ensure_listener(self) -> PubSub:
+    def _ensure_listener(self) -> PubSub | ClusterSubscriber:
         with self._lock:
             if self._pubsub is None:
-                if self._subscriber is None:
-                    self._subscriber = self._connect(subscriber_options(self.settings))
-                self._pubsub = self._subscriber.pubsub()  # type: ignore[no-untyped-call]
+                if self._cluster:
+                    self._pubsub = ClusterSubscriber(
+                        self._subscriber or self._redis,
+                        subscriber_options(self.settings),
+                        sharded=self._core.sharded,
+                    )
+                else:
+                    if self._subscriber is None:
+                        self._subscriber = subscriber_client(
+                            self._url, self.settings, asynchronous=False, sentinel=self._sentinel
+                        )
+                    self._pubsub = self._subscriber.pubsub()
                 self._spawn("worqr-listener", self._listen_loop)
             return self._pubsub
 

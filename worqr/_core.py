@@ -65,8 +65,8 @@ class Core(Reads):
     """State and plans of one client. Not thread-safe beyond what the GIL gives;
     the sync client confines each plan to one thread at a time per state change."""
 
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(settings)
+    def __init__(self, settings: Settings, *, cluster: bool = False) -> None:
+        super().__init__(settings, cluster=cluster)
         self.working: set[str] = set()
         # Queues whose join began but has not completed (its plan may have been
         # abandoned, e.g. a cancelled task): leaving must cover them too.
@@ -129,11 +129,12 @@ class Core(Reads):
         if not payloads:
             return 0
         yield from self._register_queue(queue)
+        publish = self.publish or (yield from self.publish_command())
         done = 0
         for start in range(0, len(payloads), ENQUEUE_BATCH):
             batch = payloads[start : start + ENQUEUE_BATCH]
             try:
-                yield from self._push(keys, batch, done, len(payloads))
+                yield from self._push(keys, publish, batch, done, len(payloads))
             except ReplicationTimeoutError:
                 raise
             except AmbiguousResultError:
@@ -152,14 +153,16 @@ class Core(Reads):
             done += len(batch)
         return done
 
-    def _push(self, keys: QueueKeys, batch: list[bytes], done: int, total: int) -> Plan[None]:
+    def _push(
+        self, keys: QueueKeys, publish: str, batch: list[bytes], done: int, total: int
+    ) -> Plan[None]:
         """One enqueue script call; with ``wait_replicas``, followed on the same
         connection by ``WAIT``, and a `ReplicationTimeoutError` if too few
         replicas acknowledged in time."""
         call = script(
             "enqueue",
             (keys.tasks, keys.idle, keys.stats),
-            (keys.wake_prefix, *batch),
+            (keys.wake_prefix, publish, *batch),
             idempotent=False,
         )
         required = self.settings.wait_replicas
@@ -198,10 +201,11 @@ class Core(Reads):
     def cancel_tasks(self, queue: str, task: object) -> Plan[int]:
         keys = self.queue_keys(queue)
         data = self.encode_task(task)
+        publish = self.publish or (yield from self.publish_command())
         reply = yield script(
             "cancel",
             (keys.tasks, keys.processes, keys.recoveries, keys.stats),
-            (data, keys.events),
+            (data, keys.events, publish),
         )
         return int(reply[0]) + len(reply) - 1
 
@@ -221,7 +225,8 @@ class Core(Reads):
             keys.seq,
             *owned,
         )
-        yield script("delete_queue", everything, (keys.events,))
+        publish = self.publish or (yield from self.publish_command())
+        yield script("delete_queue", everything, (keys.events, publish))
         yield command("SREM", self.mesh.queues, queue)
         self._registered.pop(queue, None)
 
@@ -231,7 +236,8 @@ class Core(Reads):
         if self.worker_id is not None:
             return self.worker_id
         self._leaving = False
-        yield from check_eviction_policy()
+        if not self.cluster:  # CONFIG GET has no slot: redis-py's cluster clients
+            yield from check_eviction_policy()  # route it to one node, or cannot at all
         worker = yield from self._register()
         self.worker_id = worker
         return worker
@@ -267,6 +273,7 @@ class Core(Reads):
         )
         self._registered[queue] = time.monotonic()
         yield script("join_queue", (keys.members, keys.idle), (worker,))
+        yield from self.publish_command()  # subscribe the way scripts will publish
         self._channels[keys.events] = (queue, "events")
         self._channels[keys.wake(worker)] = (queue, "wake")
         yield Subscribe(add=(keys.events, keys.wake(worker)))
@@ -360,13 +367,16 @@ class Core(Reads):
         )
 
     def stop_process(self, process: str | Process) -> Plan[bool]:
-        return self._end_process(
-            process,
-            lambda keys, pid, worker: script(
-                "stop",
-                (keys.tasks, keys.processes, keys.worker(worker), keys.idle, keys.stats),
-                (pid, keys.wake_prefix),
-            ),
+        publish = self.publish or (yield from self.publish_command())
+        return (
+            yield from self._end_process(
+                process,
+                lambda keys, pid, worker: script(
+                    "stop",
+                    (keys.tasks, keys.processes, keys.worker(worker), keys.idle, keys.stats),
+                    (pid, keys.wake_prefix, publish),
+                ),
+            )
         )
 
     def fail_process(self, process: str | Process) -> Plan[bool]:
@@ -410,6 +420,7 @@ class Core(Reads):
     def _requeue_owned(self, keys: QueueKeys, worker: str, mode: str) -> Plan[tuple[int, int]]:
         """Return every process of ``worker`` on one queue, chunk by chunk."""
         settings = self.settings
+        publish = self.publish or (yield from self.publish_command())
         requeued = dead_lettered = 0
         while True:
             moved, poisoned, remaining = yield script(
@@ -432,6 +443,7 @@ class Core(Reads):
                     settings.max_recoveries,
                     settings.failed_max,
                     keys.wake_prefix,
+                    publish,
                 ),
             )
             requeued += int(moved)
@@ -609,6 +621,7 @@ class Core(Reads):
         listeners = self._listeners.setdefault(queue, [])
         if callback not in listeners:  # a retry after a failed subscribe: hear events once
             listeners.append(callback)
+        yield from self.publish_command()  # subscribe the way scripts will publish
         self._channels.setdefault(keys.events, (queue, "events"))
         yield Subscribe(add=(keys.events,))
 
@@ -625,9 +638,9 @@ class Core(Reads):
         if entry is None:
             return []
         queue, role = entry
-        if kind == "subscribe":
+        if kind in ("subscribe", "ssubscribe"):
             return [(queue, "work", 0)] if role == "wake" else []
-        if kind != "message":
+        if kind not in ("message", "smessage"):
             return []
         data = text(message.get("data") or b"")
         name, _, rest = data.partition(":")

@@ -11,6 +11,7 @@ from ._calls import Plan, command, script
 from ._errors import NotStartedError
 from ._keys import MeshKeys, QueueKeys, validate_name
 from ._process import decode_task
+from ._pubmode import CLASSIC, SHARDED, cluster_publish_command
 from ._settings import Settings
 
 MGET_BATCH = 1000  # alive keys read per command
@@ -23,10 +24,24 @@ def text(value: bytes | str) -> str:
 class Reads:
     """Read-only plans and dead-letter management of one mesh."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, cluster: bool = False) -> None:
         self.settings = settings
         self.mesh = MeshKeys(settings.prefix)
         self.worker_id: str | None = None
+        self.cluster = cluster
+        # The command scripts publish with; on a cluster decided on first use.
+        self.publish: str | None = None if cluster else CLASSIC
+
+    @property
+    def sharded(self) -> bool:
+        """Notifications travel over sharded pub/sub (SPUBLISH/SSUBSCRIBE)."""
+        return self.publish == SHARDED
+
+    def publish_command(self) -> Plan[str]:
+        """The command scripts publish with (asks the server once on a cluster)."""
+        if self.publish is None:
+            self.publish = yield from cluster_publish_command()
+        return self.publish
 
     def require_worker(self) -> str:
         if self.worker_id is None:
@@ -87,6 +102,7 @@ class Reads:
         left for the next call (no endless loop)."""
         keys = self.queue_keys(queue)
         chunk = self.settings.requeue_chunk
+        publish = self.publish or (yield from self.publish_command())
         moved_total = 0
         limit: int | None = None
         while limit is None or moved_total < limit:
@@ -94,7 +110,7 @@ class Reads:
             moved, remaining = yield script(
                 "requeue_failed",
                 (keys.failed, keys.tasks, keys.idle, keys.stats),
-                (want, keys.wake_prefix),
+                (want, keys.wake_prefix, publish),
             )
             moved_total += int(moved)
             if limit is None:

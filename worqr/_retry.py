@@ -13,12 +13,12 @@ from typing import Any
 
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import AskError, NoScriptError, RedisError, ResponseError
 from redis.retry import Retry
 from tenacity import retry_if_exception, stop_after_delay, wait_exponential, wait_random
 
-from ._calls import Call, Pinned, Request, is_connection_error, may_resend, never_sent
-from ._errors import AmbiguousResultError, RedisUnavailableError
+from ._calls import Call, Pinned, Request, is_connection_error, may_resend, never_sent, refused
+from ._errors import AmbiguousResultError, RedisUnavailableError, WorqrError
 from ._scripts import translate
 
 logger = logging.getLogger("worqr")
@@ -53,9 +53,29 @@ def describe(request: Request) -> str:
     return "subscribe"
 
 
+def _redirected(error: BaseException) -> bool:
+    """A cluster redirection (redis-py < 8 parses it as a plain ResponseError
+    outside a cluster client)."""
+    if isinstance(error, AskError):
+        return True
+    return isinstance(error, ResponseError) and str(error).startswith(("MOVED ", "ASK "))
+
+
 def final_error(request: Request, error: BaseException) -> BaseException:
     """What a call that failed for good raises: script error codes become worqr
     exceptions; connection trouble becomes ambiguous (maybe applied) or unavailable."""
+    if _redirected(error):  # MOVED or ASK reached a standalone client
+        return WorqrError(
+            f"Redis answered {describe(request)} with a cluster redirection ({error}): "
+            "it is a Redis Cluster node; connect with cluster=True (--cluster on the "
+            "command line)"
+        )
+    if refused(error) and not isinstance(error, NoScriptError):
+        # A cluster that kept redirecting (a slot migrating, no node serving it):
+        # nothing was applied.
+        return RedisUnavailableError(
+            f"Redis Cluster did not run {describe(request)}: {type(error).__name__}: {error}"
+        )
     if isinstance(error, ResponseError):
         return translate(error)
     if is_connection_error(error):

@@ -1,19 +1,34 @@
 """What the sync and async clients share that does no I/O: settings, the core,
-the URL, and the hooks into the client's life."""
+the URL, the Redis clients and scripts they execute on, and the hooks into the
+client's life."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._connect import resolve_url
+from ._connect import (
+    check_client,
+    command_client,
+    is_cluster,
+    require_cluster_support,
+    resolve_url,
+)
 from ._core import Core, Observer
+from ._scripts import SCRIPT_NAMES, source
 from ._sentinel import sentinel_target
 from ._settings import Settings, with_overrides
 
 
 class Shell:
-    """Base of `Worqr` and `AsyncWorqr`; they add only the code that waits on I/O."""
+    """Base of `Worqr` and `AsyncWorqr`; they add only the code that waits on I/O.
+
+    ``redis`` and ``subscriber`` are clients passed in (else the shell creates the
+    command client; the subscriber is created on first use). A
+    ``RedisCluster`` passed as ``redis`` implies ``cluster=True``. ``sentinels``
+    and ``service_name`` (or a ``redis+sentinel://`` URL) reach the master through
+    Sentinel.
+    """
 
     def __init__(
         self,
@@ -24,9 +39,15 @@ class Shell:
         ttl: float | None,
         heartbeat: float | None,
         max_recoveries: int | None,
+        redis: Any,
+        subscriber: Any,
+        cluster: bool,
+        asynchronous: bool,
         sentinels: Iterable[Any] | None = None,
         service_name: str | None = None,
     ) -> None:
+        if not isinstance(cluster, bool):
+            raise TypeError(f"cluster must be True or False, not {type(cluster).__name__}")
         self.settings = with_overrides(
             settings or Settings(),
             prefix=prefix,
@@ -34,13 +55,38 @@ class Shell:
             heartbeat=heartbeat,
             max_recoveries=max_recoveries,
         )
-        self._core = Core(self.settings)
+        self._cluster = cluster or is_cluster(redis)
+        if self._cluster:
+            require_cluster_support(asynchronous)
         self._url = resolve_url(url) if sentinels is None else ""
         # Set when Redis is reached through Sentinel (sentinels=..., or a
         # redis+sentinel:// URL, also from $WORQR_REDIS_URL); None otherwise.
         self._sentinel = sentinel_target(
             url if sentinels is not None else self._url, sentinels, service_name
         )
+        if self._sentinel is not None and self._cluster:
+            raise ValueError("Sentinel and cluster=True do not mix: a cluster fails over itself")
+        # Clients passed in are checked (and their resends switched off) before
+        # anything is created, so a bad one leaves nothing behind.
+        for role, client in (("redis", redis), ("subscriber", subscriber)):
+            if client is not None:
+                check_client(client, role, asynchronous=asynchronous, cluster=self._cluster)
+        self._own_redis = redis is None
+        self._own_subscriber = subscriber is None
+        if redis is None:
+            redis = command_client(
+                self._url,
+                self.settings,
+                asynchronous=asynchronous,
+                cluster=self._cluster,
+                sentinel=self._sentinel,
+            )
+        self._redis: Any = redis
+        self._subscriber: Any = subscriber
+        self._scripts: dict[str, Any] = {
+            name: redis.register_script(source(name)) for name in SCRIPT_NAMES
+        }
+        self._core = Core(self.settings, cluster=self._cluster)
 
     def __repr__(self) -> str:  # never the URL: it may hold a password
         name = type(self).__name__

@@ -67,6 +67,8 @@ class Worker(Lifecycle):
     acknowledgement Redis refuses (the process is no longer ours) changes nothing
     and is reported to the hooks as ``on_fenced``; one that fails because Redis is
     away is retried until it lands or is refused.
+
+    ``cluster=True``: ``url`` names a node of a Redis Cluster (docs/cluster.md).
     """
 
     def __init__(
@@ -79,6 +81,7 @@ class Worker(Lifecycle):
         redis: Any = None,
         subscriber: Any = None,
         hooks: Iterable[WorkerHooks] = (),
+        cluster: bool = False,
         sentinels: Iterable[tuple[str, int]] | None = None,
         service_name: str | None = None,
     ) -> None:
@@ -90,7 +93,10 @@ class Worker(Lifecycle):
         base = settings or WorkerSettings()
         client = with_overrides(base.client, prefix=prefix)
         self.settings = with_overrides(base, client=client, concurrency=concurrency)
+        if not isinstance(cluster, bool):
+            raise TypeError(f"cluster must be True or False, not {type(cluster).__name__}")
         self.url = url
+        self.cluster = cluster
         self._redis = redis
         self._subscriber = subscriber
         self._hooks: list[WorkerHooks] = list(hooks)
@@ -127,13 +133,19 @@ class Worker(Lifecycle):
 
     def configure(self, **changes: Any) -> None:
         """Replace settings before `run()`: WorkerSettings fields, or ``url``,
-        ``prefix`` and the client's Settings fields (used by the command line)."""
+        ``cluster``, ``prefix`` and the client's Settings fields (used by the
+        command line)."""
         if self._loop is not None:
             raise WorqrError("configure() must be called before the worker runs")
         if "url" in changes:
             self.url = changes.pop("url")
             if self.url is not None:  # the command line's URL replaces sentinels=...
                 self._sentinels = self._service_name = None
+        if "cluster" in changes:
+            cluster = changes.pop("cluster")
+            if not isinstance(cluster, bool):
+                raise TypeError(f"cluster must be True or False, not {type(cluster).__name__}")
+            self.cluster = cluster
         client_fields = {f.name for f in dataclasses.fields(self.settings.client)}
         client_changes = {k: changes.pop(k) for k in list(changes) if k in client_fields}
         client = with_overrides(self.settings.client, **client_changes)
@@ -197,6 +209,7 @@ class Worker(Lifecycle):
             settings=settings.client,
             redis=self._redis,
             subscriber=self._subscriber,
+            cluster=self.cluster,
             sentinels=self._sentinels,
             service_name=self._service_name,
         )

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from ._cli_base import (
     EXIT_FAILURE,
@@ -98,7 +98,15 @@ def _exporter(args: argparse.Namespace) -> int:
     from .metrics.exporter import DEFAULT_PORT, run_exporter
 
     try:
-        run_exporter(args.url, args.prefix or "worqr", args.port or DEFAULT_PORT, args.host)
+        run_exporter(
+            args.url,
+            args.prefix or "worqr",
+            args.port or DEFAULT_PORT,
+            args.host,
+            cluster=args.cluster,
+        )
+    except RedisClusterException as error:  # a cluster client reads the slot map at once
+        raise CliError(f"Redis Cluster: {error}") from None
     except OSError as error:  # e.g. the port is taken
         raise CliError(f"cannot serve metrics on {args.host}:{args.port}: {error}") from None
     return 0

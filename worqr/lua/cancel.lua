@@ -8,6 +8,8 @@
 -- KEYS[4] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] task              the payload to cancel (exact bytes)
 -- ARGV[2] events            broadcast channel of the queue
+-- ARGV[3] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
+--                           (SPUBLISH on a node older than 7.0 falls back to PUBLISH)
 -- Reply: {removed_from_queue, pid1, pid2, ...} (the cancelled process ids)
 -- Errors: none.
 local tasks = KEYS[1]
@@ -16,6 +18,10 @@ local recoveries = KEYS[3]
 local stats = KEYS[4]
 local task = ARGV[1]
 local events = ARGV[2]
+local publish = ARGV[3]
+if publish == 'SPUBLISH' and not redis.REDIS_VERSION_NUM then
+  publish = 'PUBLISH'  -- a node older than 7.0 (a cluster mid-upgrade): never fail after writing
+end
 
 local reply = {redis.call('LREM', tasks, 0, task)}
 local cursor = '0'
@@ -39,6 +45,6 @@ if cancelled > 0 then
   redis.call('HINCRBY', stats, 'cancelled', cancelled)
 end
 if #reply > 1 then
-  redis.call('PUBLISH', events, 'cancel:' .. table.concat(reply, ' ', 2))
+  redis.call(publish, events, 'cancel:' .. table.concat(reply, ' ', 2))
 end
 return reply

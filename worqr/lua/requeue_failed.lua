@@ -7,6 +7,8 @@
 -- KEYS[4] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] count             dead letters moved at most by this call
 -- ARGV[2] wake_prefix       per-worker wake channel = wake_prefix .. worker id
+-- ARGV[3] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
+--                           (SPUBLISH on a node older than 7.0 falls back to PUBLISH)
 -- Reply: {moved, remaining}  remaining = dead letters left on the failed list
 -- Errors: none.
 local failed = KEYS[1]
@@ -15,6 +17,10 @@ local idle = KEYS[3]
 local stats = KEYS[4]
 local count = tonumber(ARGV[1])
 local wake_prefix = ARGV[2]
+local publish = ARGV[3]
+if publish == 'SPUBLISH' and not redis.REDIS_VERSION_NUM then
+  publish = 'PUBLISH'  -- a node older than 7.0 (a cluster mid-upgrade): never fail after writing
+end
 
 local moved = 0
 while moved < count do
@@ -29,7 +35,7 @@ if moved > 0 then
   redis.call('HINCRBY', stats, 'redriven', moved)
   local woken = redis.call('SPOP', idle, moved)
   for _, worker in ipairs(woken) do
-    redis.call('PUBLISH', wake_prefix .. worker, 'work:' .. moved)
+    redis.call(publish, wake_prefix .. worker, 'work:' .. moved)
   end
 end
 return {moved, redis.call('LLEN', failed)}

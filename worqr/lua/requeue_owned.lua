@@ -20,6 +20,8 @@
 --                           -1: never (e.g. persistent tasks)
 -- ARGV[5] failed_max        the failed list is trimmed to this length
 -- ARGV[6] wake_prefix       per-worker wake channel = wake_prefix .. worker id
+-- ARGV[7] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
+--                           (SPUBLISH on a node older than 7.0 falls back to PUBLISH)
 -- Reply: {requeued, dead_lettered, remaining}
 -- Errors: none.
 local tasks = KEYS[1]
@@ -37,6 +39,10 @@ local chunk = tonumber(ARGV[3])
 local max_recoveries = tonumber(ARGV[4])
 local failed_max = tonumber(ARGV[5])
 local wake_prefix = ARGV[6]
+local publish = ARGV[7]
+if publish == 'SPUBLISH' and not redis.REDIS_VERSION_NUM then
+  publish = 'PUBLISH'  -- a node older than 7.0 (a cluster mid-upgrade): never fail after writing
+end
 local configured = redis.call('HGET', config, 'max_recoveries')
 if configured then
   max_recoveries = tonumber(configured)
@@ -82,7 +88,7 @@ end
 if requeued > 0 then
   local woken = redis.call('SPOP', idle, requeued)
   for _, worker in ipairs(woken) do
-    redis.call('PUBLISH', wake_prefix .. worker, 'work:' .. requeued)
+    redis.call(publish, wake_prefix .. worker, 'work:' .. requeued)
   end
 end
 return {requeued, dead_lettered, redis.call('ZCARD', owned)}

@@ -6,6 +6,8 @@
 -- KEYS[5] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] pid
 -- ARGV[2] wake_prefix       per-worker wake channel = wake_prefix .. worker id
+-- ARGV[3] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
+--                           (SPUBLISH on a node older than 7.0 falls back to PUBLISH)
 -- Reply: 1 if the process existed and its task is queued again, else 0.
 -- Errors: none.
 local tasks = KEYS[1]
@@ -15,6 +17,10 @@ local idle = KEYS[4]
 local stats = KEYS[5]
 local pid = ARGV[1]
 local wake_prefix = ARGV[2]
+local publish = ARGV[3]
+if publish == 'SPUBLISH' and not redis.REDIS_VERSION_NUM then
+  publish = 'PUBLISH'  -- a node older than 7.0 (a cluster mid-upgrade): never fail after writing
+end
 
 redis.call('ZREM', owned, pid)
 local task = redis.call('HGET', processes, pid)
@@ -26,6 +32,6 @@ redis.call('RPUSH', tasks, task)
 redis.call('HINCRBY', stats, 'stopped', 1)
 local woken = redis.call('SPOP', idle, 1)
 for _, worker in ipairs(woken) do
-  redis.call('PUBLISH', wake_prefix .. worker, 'work:1')
+  redis.call(publish, wake_prefix .. worker, 'work:1')
 end
 return 1

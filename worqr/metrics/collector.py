@@ -17,6 +17,7 @@ from typing import Any
 import redis as redis_py
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from redis.cluster import RedisCluster
 
 from .._connect import resolve_url
 from .._keys import MeshKeys
@@ -58,7 +59,9 @@ class MeshCollector(Collector):
     ``worqr_collector_scrape_seconds``.
     """
 
-    def __init__(self, redis: redis_py.Redis, prefix: str = "worqr", max_queues: int = 1000):
+    def __init__(
+        self, redis: redis_py.Redis | RedisCluster, prefix: str = "worqr", max_queues: int = 1000
+    ):
         self.redis = redis
         self.mesh = MeshKeys(prefix)
         self.max_queues = max_queues
@@ -68,16 +71,27 @@ class MeshCollector(Collector):
 
     @classmethod
     def from_url(
-        cls, url: str | None = None, prefix: str = "worqr", *, timeout: float = 2.0
+        cls,
+        url: str | None = None,
+        prefix: str = "worqr",
+        *,
+        timeout: float = 2.0,
+        cluster: bool = False,
     ) -> MeshCollector:
         """A collector with its own connection; ``timeout`` bounds each round trip,
-        so a stalled Redis cannot hang a scrape past Prometheus' own timeout."""
-        client = client_from_url(
-            resolve_url(url),
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=no_redis_retries(),
-        )
+        so a stalled Redis cannot hang a scrape past Prometheus' own timeout.
+
+        With ``cluster=True`` the URL names a node of a Redis Cluster; redis-py
+        reads the slot map at once, so the cluster must be reachable now. The
+        pipelines are read-only and not transactions: redis-py splits them by node.
+        A ``redis+sentinel://`` URL reaches the master through Sentinel.
+        """
+        options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+        client: Any
+        if cluster:
+            client = RedisCluster.from_url(resolve_url(url), retry=no_redis_retries(), **options)
+        else:
+            client = client_from_url(resolve_url(url), retry=no_redis_retries(), **options)
         return cls(client, prefix)
 
     def describe(self) -> Iterable[Metric]:

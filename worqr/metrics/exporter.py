@@ -16,6 +16,7 @@ from types import FrameType
 from typing import Any
 
 from prometheus_client import CollectorRegistry
+from redis.exceptions import RedisClusterException, RedisError
 
 from .._keys import validate_name
 from .collector import MeshCollector
@@ -26,9 +27,11 @@ DEFAULT_PORT = 9150
 logger = logging.getLogger("worqr.metrics")
 
 
-def exporter_registry(url: str | None, prefix: str) -> tuple[CollectorRegistry, MeshCollector]:
+def exporter_registry(
+    url: str | None, prefix: str, *, cluster: bool = False
+) -> tuple[CollectorRegistry, MeshCollector]:
     registry = CollectorRegistry()
-    collector = MeshCollector.from_url(url, validate_name(prefix, "prefix"))
+    collector = MeshCollector.from_url(url, validate_name(prefix, "prefix"), cluster=cluster)
     registry.register(collector)
     return registry, collector
 
@@ -39,12 +42,14 @@ def run_exporter(
     port: int = DEFAULT_PORT,
     host: str = "127.0.0.1",
     stop: threading.Event | None = None,
+    *,
+    cluster: bool = False,
 ) -> None:
     """Serve ``/metrics`` for the mesh until ``stop`` is set (or SIGTERM/SIGINT
     when called from the main thread). Redis being down is not an error: scrapes
     report ``worqr_collector_up 0`` until it is back."""
     stop = stop or threading.Event()
-    registry, collector = exporter_registry(url, prefix)
+    registry, collector = exporter_registry(url, prefix, cluster=cluster)
     server = serve(port, host, registry)
     logger.info("worqr exporter serving http://%s:%d/metrics", host, server.port)
     previous: dict[signal.Signals, Any] = {}
@@ -71,6 +76,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     )
     parser.add_argument("--url", help="Redis URL (default: $WORQR_REDIS_URL, then local)")
     parser.add_argument("--prefix", default="worqr", help="key prefix of the mesh")
+    parser.add_argument(
+        "--cluster", action="store_true", help="the URL names a node of a Redis Cluster"
+    )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to serve on")
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: loopback only)"
@@ -83,8 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
-        run_exporter(args.url, args.prefix, args.port, args.host)
-    except (OSError, ValueError) as error:  # port taken, bad prefix: one line, no traceback
+        run_exporter(args.url, args.prefix, args.port, args.host, cluster=args.cluster)
+    # Port taken, bad prefix, a cluster out of reach: one line, no traceback.
+    except (OSError, ValueError, RedisError, RedisClusterException) as error:
         print(f"worqr exporter: error: {error}", file=sys.stderr)
         return 1
     return 0
