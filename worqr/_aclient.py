@@ -220,6 +220,14 @@ class AsyncWorqr(Shell):
     async def finish_process(self, process: str | Process) -> bool:
         return await self._drive(self._core.finish_process(process))
 
+    async def complete(
+        self, queue: str, finished: Iterable[str | Process], count: int = 0
+    ) -> tuple[list[bool], list[Process]]:
+        """Finish processes of ``queue`` and take up to ``count`` more tasks from its
+        front, in one script call. Returns a flag per finished process (False: it no
+        longer existed, as `finish_process`) and the new processes."""
+        return await self._drive(self._core.complete(queue, finished, count))
+
     async def stop_process(self, process: str | Process) -> bool:
         return await self._drive(self._core.stop_process(process))
 

@@ -214,6 +214,14 @@ class Worqr(Shell):
     def finish_process(self, process: str | Process) -> bool:
         return self._drive(self._core.finish_process(process))
 
+    def complete(
+        self, queue: str, finished: Iterable[str | Process], count: int = 0
+    ) -> tuple[list[bool], list[Process]]:
+        """Finish processes of ``queue`` and take up to ``count`` more tasks from its
+        front, in one script call. Returns a flag per finished process (False: it no
+        longer existed, as `finish_process`) and the new processes."""
+        return self._drive(self._core.complete(queue, finished, count))
+
     def stop_process(self, process: str | Process) -> bool:
         return self._drive(self._core.stop_process(process))
 

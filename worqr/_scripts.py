@@ -16,6 +16,7 @@ from ._errors import LeaseLostError, WorqrError
 SCRIPT_NAMES = (
     "add_worker_queue",
     "cancel",
+    "complete",
     "dead_letter",
     "delete_queue",
     "dequeue",
