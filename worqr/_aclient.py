@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
-from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
 from tenacity import AsyncRetrying
 
 from ._calls import Plan, Request, Subscribe, may_resend
@@ -21,7 +21,7 @@ from ._connect import check_client, command_options, subscriber_options
 from ._core import Callback
 from ._process import Process
 from ._retry import OutageLog, final_error, tenacity_options
-from ._scripts import SCRIPT_NAMES, source
+from ._scripts import digest, source
 from ._settings import Settings
 from ._shell import Shell
 
@@ -83,9 +83,6 @@ class AsyncWorqr(Shell):
         self._redis = redis
         self._subscriber = subscriber
         self._pubsub: PubSub | None = None
-        self._scripts: dict[str, AsyncScript] = {
-            name: redis.register_script(source(name)) for name in SCRIPT_NAMES
-        }
         self._tasks: list[asyncio.Task[None]] = []
         self._start_lock = asyncio.Lock()
         self._closing = False  # ends a loop whose own callback called aclose()
@@ -131,9 +128,15 @@ class AsyncWorqr(Shell):
             if request.remove:
                 await pubsub.unsubscribe(*request.remove)
             return None
-        if request.script is not None:
-            return await self._scripts[request.script](request.keys, request.args, self._redis)
-        return await self._redis.execute_command(*request.args)  # type: ignore[no-untyped-call]
+        if request.script is None:
+            return await self._redis.execute_command(*request.args)  # type: ignore[no-untyped-call]
+        # EVALSHA straight away; NOSCRIPT loads the script and sends it again (as Worqr).
+        keys, redis = request.keys, self._redis
+        try:
+            return await redis.evalsha(digest(request.script), len(keys), *keys, *request.args)
+        except NoScriptError:
+            await redis.script_load(source(request.script))
+            return await redis.evalsha(digest(request.script), len(keys), *keys, *request.args)
 
     # -- producing -------------------------------------------------------------
 

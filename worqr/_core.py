@@ -120,7 +120,8 @@ class Core(Reads):
         payloads = [self.encode_task(task) for task in tasks]  # all checked before any write
         if not payloads:
             return 0
-        yield from self._register_queue(queue)
+        if time.monotonic() - self._registered.get(queue, -REGISTRY_REFRESH) >= REGISTRY_REFRESH:
+            yield from self._register_queue(queue)
         done = 0
         for start in range(0, len(payloads), ENQUEUE_BATCH):
             batch = payloads[start : start + ENQUEUE_BATCH]
