@@ -133,10 +133,14 @@ class AsyncWorqr(Shell):
         # EVALSHA straight away; NOSCRIPT loads the script and sends it again (as Worqr).
         keys, redis = request.keys, self._redis
         try:
-            return await redis.evalsha(digest(request.script), len(keys), *keys, *request.args)
+            return await redis.execute_command(  # type: ignore[no-untyped-call]
+                "EVALSHA", digest(request.script), len(keys), *keys, *request.args
+            )
         except NoScriptError:
             await redis.script_load(source(request.script))
-            return await redis.evalsha(digest(request.script), len(keys), *keys, *request.args)
+            return await redis.execute_command(  # type: ignore[no-untyped-call]
+                "EVALSHA", digest(request.script), len(keys), *keys, *request.args
+            )
 
     # -- producing -------------------------------------------------------------
 
@@ -311,6 +315,10 @@ class AsyncWorqr(Shell):
                             await result
                     except Exception:
                         logger.exception("listener of queue %r failed on %r", queue, event)
+            if events:
+                # Let what the callbacks woke (a worker's dequeue) go first: arming
+                # the next read costs as much again and adds to enqueue-to-start.
+                await asyncio.sleep(0)
 
     # -- closing ---------------------------------------------------------------
 

@@ -114,10 +114,14 @@ class Worqr(Shell):
         # NOSCRIPT (after a restart or failover) loads the script and sends it again.
         keys = request.keys
         try:
-            return self._redis.evalsha(digest(request.script), len(keys), *keys, *request.args)
+            return self._redis.execute_command(  # type: ignore[no-untyped-call]
+                "EVALSHA", digest(request.script), len(keys), *keys, *request.args
+            )
         except NoScriptError:
             self._redis.script_load(source(request.script))
-            return self._redis.evalsha(digest(request.script), len(keys), *keys, *request.args)
+            return self._redis.execute_command(  # type: ignore[no-untyped-call]
+                "EVALSHA", digest(request.script), len(keys), *keys, *request.args
+            )
 
     # -- producing -------------------------------------------------------------
 

@@ -27,9 +27,7 @@ class HandlerThreads:
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._busy = 0  # jobs submitted and not yet delivered (loop thread only)
-        self._done: collections.deque[tuple[asyncio.Future[Any], bool, Any]] = (
-            collections.deque()
-        )
+        self._done: collections.deque[tuple[asyncio.Future[Any], bool, Any]] = collections.deque()
         self._scheduled = False
         self._closed = False
 
@@ -40,9 +38,7 @@ class HandlerThreads:
         future = self._loop.create_future()
         self._busy += 1
         if self._busy > len(self._threads) and len(self._threads) < self._size:
-            thread = threading.Thread(
-                target=self._work, name=f"{self._name}_{len(self._threads)}"
-            )
+            thread = threading.Thread(target=self._work, name=f"{self._name}_{len(self._threads)}")
             self._threads.append(thread)
             thread.start()
         self._jobs.put((future, function, args))
