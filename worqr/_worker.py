@@ -28,7 +28,16 @@ from ._keys import validate_name
 from ._lifecycle import Lifecycle
 from ._process import Process
 from ._retry import OutageLog
-from ._running import Handler, HandlerSpec, Outcome, Reason, Running, is_async_handler, launch
+from ._running import (
+    Handler,
+    HandlerSpec,
+    Outcome,
+    Reason,
+    Running,
+    ended,
+    is_async_handler,
+    launch,
+)
 from ._settings import with_overrides
 from ._threads import HandlerThreads
 from ._worker_settings import WorkerSettings
@@ -235,6 +244,9 @@ class Worker(Lifecycle):
         try:
             while not self._stopping:
                 await wanted.wait()
+                # One loop turn first: handlers that ended together (their results
+                # arrive in one batch) then share this call instead of one each.
+                await asyncio.sleep(0)
                 wanted.clear()
                 await self._fill(client, queue, outage)
         finally:
@@ -337,7 +349,7 @@ class Worker(Lifecycle):
     async def _run(self, client: AsyncWorqr, running: Running) -> None:
         try:
             assert running.inner is not None
-            await asyncio.wait({running.inner})
+            await ended(running.inner)
             await self._settle(client, running)
         finally:
             self._end(running)
