@@ -130,6 +130,11 @@ async def ended(inner: asyncio.Future[Any]) -> None:
     future, at a fraction of its cost per process)."""
     if inner.done():
         return
-    waiter = asyncio.get_running_loop().create_future()
-    inner.add_done_callback(lambda _: waiter.done() or waiter.set_result(None))
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake(_: object) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    inner.add_done_callback(wake)
     await waiter
