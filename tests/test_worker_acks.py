@@ -13,10 +13,12 @@ import redis.asyncio
 from core_helpers import sha
 from fault_proxy import FaultProxy
 from helpers import wait_until
-from worker_helpers import Recorder, Runner, client, runner, settings  # noqa: F401
+from worker_helpers import Recorder, Runner, client, runner, settings
 
 import worqr
 from worqr.embedded import EmbeddedRedis
+
+__all__ = ["client", "runner"]  # fixtures
 
 
 class CountingAsyncRedis(redis.asyncio.Redis):
@@ -33,10 +35,7 @@ class CountingAsyncRedis(redis.asyncio.Redis):
 
 
 def test_finishes_ride_on_dequeues_and_each_reaches_the_hooks(
-    runner: Runner,
-    client: worqr.Worqr,
-    redis_url: str,
-    prefix: str,  # noqa: F811
+    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
 ) -> None:
     n = 300
     counting = CountingAsyncRedis.from_url(redis_url)
@@ -63,10 +62,7 @@ def test_finishes_ride_on_dequeues_and_each_reaches_the_hooks(
 
 
 def test_the_last_finish_lands_without_another_dequeue_to_carry_it(
-    runner: Runner,
-    client: worqr.Worqr,
-    redis_url: str,
-    prefix: str,  # noqa: F811
+    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
 ) -> None:
     """An idle queue: the finish is not left waiting for work that never comes."""
     hooks = Recorder()
@@ -83,7 +79,7 @@ def test_the_last_finish_lands_without_another_dequeue_to_carry_it(
 def test_a_failed_workers_waiting_finish_is_refused_and_its_task_runs_elsewhere(
     runner: Runner,
     fresh_redis: EmbeddedRedis,
-    prefix: str,  # noqa: F811
+    prefix: str,
 ) -> None:
     """Lease loss while a finish waits: the handler returned, but its finish could
     not reach Redis (a partition) before peers failed the worker. The finish is
