@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from asyncio import Future
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import Any, TypeVar
@@ -34,7 +35,6 @@ from ._running import (
     Outcome,
     Reason,
     Running,
-    ended,
     is_async_handler,
     launch,
 )
@@ -341,18 +341,56 @@ class Worker(Lifecycle):
         running.inner = launch(running, self._loop, self._executor)
         self._running[process.id] = running
         self._notify(lambda h: h.on_started(process.queue))
-        task = asyncio.create_task(self._run(client, running), name=f"worqr-process-{process.id}")
-        self._track(task)
+        running.inner.add_done_callback(partial(self._ended, client, running))
+        self._track(running.inner)  # a drain waits for the handler
 
     # -- ending a process --------------------------------------------------------
 
+    def _ended(self, client: AsyncWorqr, running: Running, _: object) -> None:
+        """The handler ended. The common case (it returned) needs no task of its
+        own: its finish waits for the queue's next call, and a drain waits for it."""
+        try:
+            if self._running.get(running.process.id) is running and not self._stopping:
+                outcome, _error = running.outcome()
+                if outcome is Outcome.FINISHED:
+                    self._finish_later(client, running)
+                    return
+        except Exception:  # never leave a process without an outcome
+            logger.exception("settling process %s failed", running.process.id)
+        self._track(asyncio.create_task(self._run(client, running)))
+
     async def _run(self, client: AsyncWorqr, running: Running) -> None:
         try:
-            assert running.inner is not None
-            await ended(running.inner)
             await self._settle(client, running)
         finally:
             self._end(running)
+
+    def _finish_later(self, client: AsyncWorqr, running: Running) -> None:
+        """Finish with the queue's next call (with the next dequeue, in one script
+        call); its slot is free already, so that call can refill it."""
+        process, seconds = running.process, running.seconds()
+        waiter = self._batch.add(process)
+        self._end(running)
+        self._wanted[process.queue].set()
+        waiter.add_done_callback(partial(self._acked, client, process, seconds))
+        self._track(waiter)  # a drain waits for it (it ends when the puller stops)
+
+    def _acked(
+        self, client: AsyncWorqr, process: Process, seconds: float, waiter: Future[bool | None]
+    ) -> None:
+        if waiter.cancelled():
+            return  # cancelled by the last step of a shutdown, as its process task was
+        ok = waiter.result()
+        if ok is None:  # the puller stopped before learning the result: ack alone
+            self._track(asyncio.create_task(self._finish_alone_one(client, process, seconds)))
+        else:
+            self._finished(process.queue, seconds, ok)
+
+    async def _finish_alone_one(self, client: AsyncWorqr, process: Process, seconds: float) -> None:
+        self._finished(process.queue, seconds, await self._ack(client.finish_process, process))
+
+    def _finished(self, queue: str, seconds: float, ok: bool) -> None:
+        self._notify(lambda h: h.on_finished(queue, seconds) if ok else h.on_fenced(queue))
 
     def _end(self, running: Running) -> None:
         if self._running.get(running.process.id) is not running:
@@ -388,23 +426,8 @@ class Worker(Lifecycle):
             self._log_failure(process, error)
             ok = await self._ack(client.fail_process, process)
             self._notify(lambda h: h.on_failed(queue, seconds) if ok else h.on_fenced(queue))
-        else:
-            ok = await self._finish(client, running)
-            self._notify(lambda h: h.on_finished(queue, seconds) if ok else h.on_fenced(queue))
-
-    async def _finish(self, client: AsyncWorqr, running: Running) -> bool:
-        """Finish with the queue's next call (with the next dequeue, in one script
-        call); its slot is free already, so that call can refill it."""
-        process = running.process
-        if self._stopping:
-            return await self._ack(client.finish_process, process)
-        waiter = self._batch.add(process)
-        self._end(running)
-        self._wanted[process.queue].set()
-        ok = await waiter
-        if ok is None:  # the puller stopped before learning the result
-            return await self._ack(client.finish_process, process)
-        return ok
+        else:  # while stopping (otherwise `_finish_later`): no puller to carry it
+            self._finished(queue, seconds, await self._ack(client.finish_process, process))
 
     def _log_failure(self, process: Process, error: BaseException | None) -> None:
         payload = ""
