@@ -29,15 +29,7 @@ from ._keys import validate_name
 from ._lifecycle import Lifecycle
 from ._process import Process
 from ._retry import OutageLog
-from ._running import (
-    Handler,
-    HandlerSpec,
-    Outcome,
-    Reason,
-    Running,
-    is_async_handler,
-    launch,
-)
+from ._running import Handler, HandlerSpec, Outcome, Reason, Running, is_async_handler, launch
 from ._settings import with_overrides
 from ._threads import HandlerThreads
 from ._worker_settings import WorkerSettings
