@@ -1,4 +1,4 @@
-"""Shared pieces of tests/test_core_api.py.
+"""Shared pieces of the core tests (test_core_api, test_core_complete, test_worker_acks).
 
 `Clients` opens `worqr.Worqr` clients on one prefix and closes every one of them
 at teardown. "Manual" clients have a heartbeat so long that their background
@@ -7,6 +7,7 @@ thread never runs during a test: the test drives heartbeats and reaping itself.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +16,7 @@ import redis
 
 import worqr
 from worqr._keys import MeshKeys, QueueKeys  # the one place key names are formatted
+from worqr._scripts import source
 
 # Long enough that no background heartbeat (nor reaping) happens during a test.
 MANUAL = {"ttl": 60.0, "heartbeat": 20.0}
@@ -108,3 +110,21 @@ def keys_under(raw: redis.Redis, prefix: str) -> list[bytes]:
 def queue_keys(prefix: str, queue: str) -> QueueKeys:
     """The key names of one queue (`worqr._keys.QueueKeys`)."""
     return MeshKeys(prefix).queue(queue)
+
+
+class CountingRedis(redis.Redis):
+    """A real client that records the script sha of every EVALSHA it sends."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scripts_sent: list[str] = []
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        if args and args[0] == "EVALSHA":
+            self.scripts_sent.append(str(args[1]))
+        return super().execute_command(*args, **options)
+
+
+def sha(script: str) -> str:
+    """The SHA1 Redis knows a worqr script by."""
+    return hashlib.sha1(source(script).encode("utf-8")).hexdigest()

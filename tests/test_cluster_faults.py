@@ -92,7 +92,7 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
     subscribe on the new owner. Every task runs exactly once (no lease is lost:
     the mesh keys stay put), and with the fallback poll at 60 s, tasks enqueued
     after the last move are woken over the new owner's sharded pub/sub."""
-    queue, total = "busy", 600
+    queue = "busy"
     queue_slot = slot(prefix, queue)
     mesh_slot = key_slot(MeshKeys(prefix).workers.encode())
     home = redis_cluster.owner(queue_slot)
@@ -112,7 +112,7 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
         worker.handler(queue)(handle)
         threads.append(threading.Thread(target=worker.run, daemon=True))
         threads[-1].start()
-    tasks = [f"t{i}" for i in range(total)]
+    tasks: list[str] = []  # what the feeder enqueued, in order
     producer = worqr.Worqr(redis_cluster.url, cluster=True, settings=worqr.Settings(prefix=prefix))
     # A sync client listening too: its subscriber must follow the slot as well.
     listener = worqr.Worqr(redis_cluster.url, cluster=True, settings=worqr.Settings(prefix=prefix))
@@ -120,11 +120,16 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
     listener.start_worker()
     listener.on(queue, lambda event, message: heard.append((event, message)))
     listener.start_work(queue)
-    produced = threading.Event()
+    stale = worqr.Worqr(redis_cluster.url, cluster=True, settings=worqr.Settings(prefix=prefix))
+    produced, moved_back = threading.Event(), threading.Event()
 
     def produce() -> None:
-        for start in range(0, total, 10):
-            producer.enqueue_many(queue, tasks[start : start + 10])
+        # Traffic until both moves are done (at least 600 tasks), so clients
+        # still hold the old slot map when each move completes (MOVED).
+        while len(tasks) < 600 or not moved_back.is_set():
+            batch = [f"t{len(tasks) + i}" for i in range(10)]
+            producer.enqueue_many(queue, batch)
+            tasks.extend(batch)
             time.sleep(0.005)
         produced.set()
 
@@ -140,15 +145,24 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
             before = sum(done.values())
             moved = redis_cluster.migrate_slot(queue_slot, target, between=lambda: time.sleep(0.03))
             moves.append((before, moved, redis_cluster.owner(queue_slot)))
+            if target == away:
+                # A client idle since before the move still maps the slot to its
+                # old owner: its next call meets MOVED, follows it and succeeds.
+                seen = redis_cluster.redirects()["MOVED"]
+                stale.enqueue(queue, "stale")
+                assert redis_cluster.redirects()["MOVED"] > seen
+        after = sum(done.values())
+        wait_until(lambda: sum(done.values()) > after + 50, message="no work after the moves")
+        moved_back.set()
         assert moves[0][2] == away and moves[1][2] == home
         assert all(moved >= 4 for _, moved, _ in moves), moves  # the queue's keys moved
-        assert moves[0][0] < total, "the run ended before the slot moved"
         redirects = redis_cluster.redirects() - redirects_before
         print(f"moves {moves}, redirects {dict(redirects)}")
         assert redirects["MOVED"] > 0 and redirects["ASK"] + redirects["TRYAGAIN"] > 0, redirects
         feeder.join(30)
         assert produced.is_set()
-        wait_until(lambda: sum(done.values()) >= total, timeout=30, message="all tasks ran")
+        total = len(tasks)
+        wait_until(lambda: sum(done.values()) >= total + 1, timeout=30, message="all tasks ran")
         # The slot has moved twice: wake-ups must reach the new subscriptions.
         later = [f"late{i}" for i in range(5)]
         wait_until(lambda: producer.count_tasks(queue) == 0)
@@ -171,11 +185,12 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
             thread.join(30)
         producer.close()
         listener.close()
-    assert sorted(done) == sorted(tasks + later)
+        stale.close()
+    assert sorted(done) == sorted([*tasks, "stale", *later])
     assert max(done.values()) == 1, "a task ran twice although no worker lost its lease"
     counters = raw.hgetall(MeshKeys(prefix).queue(queue).stats)
     stats = {k.decode(): int(v) for k, v in counters.items()}
-    assert stats["enqueued"] == stats["finished"] == total + len(later)
+    assert stats["enqueued"] == stats["finished"] == total + 1 + len(later)
     assert raw.hlen(MeshKeys(prefix).queue(queue).processes) == 0
 
 

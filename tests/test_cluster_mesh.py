@@ -203,14 +203,14 @@ def test_every_script_and_read_runs_on_the_cluster(make: Callable[..., worqr.Wor
     client = make(start=False)
     ran: set[str] = set()
 
-    def counting(name: str, script: Any) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            ran.add(name)
-            return script(*args, **kwargs)
+    execute_once = client._execute_once
 
-        return call
+    def counting(request: Any) -> Any:
+        if getattr(request, "script", None):
+            ran.add(request.script)
+        return execute_once(request)
 
-    client._scripts = {name: counting(name, s) for name, s in client._scripts.items()}
+    client._execute_once = counting  # type: ignore[method-assign]
     worker_id = client.start_worker()
     client.configure_queue("q", max_recoveries=3)
     client.enqueue_many("q", ["a", "b", "c", "d", "e"])
@@ -232,6 +232,10 @@ def test_every_script_and_read_runs_on_the_cluster(make: Callable[..., worqr.Wor
     assert client.get_working_queues() == ["q"]
     assert client.heartbeat() in ("ok", "reaped")
     assert client.reap() == 0
+    client.enqueue("q", "f")
+    flags, taken = client.complete("q", [], 1)
+    assert flags == [] and len(taken) == 1
+    assert client.complete("q", taken, 0) == ([True], [])
     client.stop_work("q")
     client.delete_queue("q")
     client.close()  # forget_worker

@@ -122,6 +122,17 @@ def test_finish_process_is_fenced(clients: Clients) -> None:
     assert worker.get_stats(Q)["finished"] == 2
 
 
+def test_complete_finishes_and_takes_the_next_in_one_call(clients: Clients) -> None:
+    """(More in test_core_complete.py.)"""
+    clients.make().enqueue_many(Q, ["a", "b", "c"])
+    worker = clients.worker(Q)
+    first = worker.dequeue(Q)
+    assert first is not None
+    accepted, taken = worker.complete(Q, [first], 5)
+    assert accepted == [True] and [p.task for p in taken] == ["b", "c"]
+    assert worker.complete(Q, [first, *taken], 0) == ([False, True, True], [])
+
+
 def test_stop_process_puts_the_task_back_at_the_front(clients: Clients) -> None:
     producer = clients.make()
     producer.enqueue_many(Q, ["a", "b", "c"])

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import NoScriptError
 from tenacity import AsyncRetrying
 
 from ._ashards import AsyncClusterSubscriber
@@ -22,6 +23,7 @@ from ._connect import subscriber_client, subscriber_options
 from ._core import Callback
 from ._process import Process
 from ._retry import OutageLog, final_error, tenacity_options
+from ._scripts import digest, source
 from ._settings import Settings
 from ._shell import Shell
 
@@ -129,14 +131,23 @@ class AsyncWorqr(Shell):
             async with self._redis.pipeline(transaction=False) as pipe:
                 for call in request.calls:
                     if call.script is not None:  # EVALSHA only: the plan handles NOSCRIPT
-                        sha = self._scripts[call.script].sha
-                        pipe.evalsha(sha, len(call.keys), *call.keys, *call.args)
+                        pipe.evalsha(digest(call.script), len(call.keys), *call.keys, *call.args)
                     else:
                         pipe.execute_command(*call.args)
                 return await pipe.execute(raise_on_error=False)
-        if request.script is not None:
-            return await self._scripts[request.script](request.keys, request.args, self._redis)
-        return await self._redis.execute_command(*request.args)
+        if request.script is None:
+            return await self._redis.execute_command(*request.args)
+        # EVALSHA straight away; NOSCRIPT loads the script and sends it again (as Worqr).
+        keys, redis = request.keys, self._redis
+        try:
+            return await redis.execute_command(
+                "EVALSHA", digest(request.script), len(keys), *keys, *request.args
+            )
+        except NoScriptError:
+            await redis.script_load(source(request.script))
+            return await redis.execute_command(
+                "EVALSHA", digest(request.script), len(keys), *keys, *request.args
+            )
 
     # -- producing -------------------------------------------------------------
 
@@ -222,6 +233,14 @@ class AsyncWorqr(Shell):
 
     async def finish_process(self, process: str | Process) -> bool:
         return await self._drive(self._core.finish_process(process))
+
+    async def complete(
+        self, queue: str, finished: Iterable[str | Process], count: int = 0
+    ) -> tuple[list[bool], list[Process]]:
+        """Finish processes of ``queue`` and take up to ``count`` more tasks from its
+        front, in one script call. Returns a flag per finished process (False: it no
+        longer existed, as `finish_process`) and the new processes."""
+        return await self._drive(self._core.complete(queue, finished, count))
 
     async def stop_process(self, process: str | Process) -> bool:
         return await self._drive(self._core.stop_process(process))
@@ -316,6 +335,10 @@ class AsyncWorqr(Shell):
                             await result
                     except Exception:
                         logger.exception("listener of queue %r failed on %r", queue, event)
+            if events:
+                # Let what the callbacks woke (a worker's dequeue) go first: arming
+                # the next read costs as much again and adds to enqueue-to-start.
+                await asyncio.sleep(0)
 
     # -- closing ---------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import redis as redis_py
 from redis.client import PubSub
 from redis.cluster import RedisCluster
+from redis.exceptions import NoScriptError
 from tenacity import Retrying
 
 from ._calls import Pinned, Plan, Request, Subscribe, may_resend
@@ -20,6 +21,7 @@ from ._connect import subscriber_client, subscriber_options
 from ._core import Callback
 from ._process import Process
 from ._retry import OutageLog, final_error, tenacity_options
+from ._scripts import digest, source
 from ._settings import Settings
 from ._shards import ClusterSubscriber
 from ._shell import Shell
@@ -113,14 +115,24 @@ class Worqr(Shell):
             with self._redis.pipeline(transaction=False) as pipe:
                 for call in request.calls:
                     if call.script is not None:  # EVALSHA only: the plan handles NOSCRIPT
-                        sha = self._scripts[call.script].sha
-                        pipe.evalsha(sha, len(call.keys), *call.keys, *call.args)
+                        pipe.evalsha(digest(call.script), len(call.keys), *call.keys, *call.args)
                     else:
                         pipe.execute_command(*call.args)
                 return pipe.execute(raise_on_error=False)
-        if request.script is not None:
-            return self._scripts[request.script](request.keys, request.args, self._redis)
-        return self._redis.execute_command(*request.args)  # type: ignore[no-untyped-call]
+        if request.script is None:
+            return self._redis.execute_command(*request.args)  # type: ignore[no-untyped-call]
+        # EVALSHA straight away (redis-py's Script adds a fifth to a call's cost);
+        # NOSCRIPT (after a restart or failover) loads the script and sends it again.
+        keys = request.keys
+        try:
+            return self._redis.execute_command(  # type: ignore[no-untyped-call]
+                "EVALSHA", digest(request.script), len(keys), *keys, *request.args
+            )
+        except NoScriptError:
+            self._redis.script_load(source(request.script))
+            return self._redis.execute_command(  # type: ignore[no-untyped-call]
+                "EVALSHA", digest(request.script), len(keys), *keys, *request.args
+            )
 
     # -- producing -------------------------------------------------------------
 
@@ -220,6 +232,14 @@ class Worqr(Shell):
 
     def finish_process(self, process: str | Process) -> bool:
         return self._drive(self._core.finish_process(process))
+
+    def complete(
+        self, queue: str, finished: Iterable[str | Process], count: int = 0
+    ) -> tuple[list[bool], list[Process]]:
+        """Finish processes of ``queue`` and take up to ``count`` more tasks from its
+        front, in one script call. Returns a flag per finished process (False: it no
+        longer existed, as `finish_process`) and the new processes."""
+        return self._drive(self._core.complete(queue, finished, count))
 
     def stop_process(self, process: str | Process) -> bool:
         return self._drive(self._core.stop_process(process))

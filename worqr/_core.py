@@ -42,6 +42,7 @@ Observer = Callable[[str, dict[str, Any]], object]
 Metrics subscribe here; the core never imports them."""
 
 ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
+COMPLETE_BATCH = 500  # processes finished per complete script call: keeps it short
 REGISTRY_REFRESH = 30.0  # seconds between re-adding a queue to the registry
 RECONCILE_INTERVAL = 60.0  # seconds between checks that Redis holds no process we forgot
 RECONCILE_BATCH = 1000  # process ids read per ZRANGE when reconciling
@@ -128,7 +129,8 @@ class Core(Reads):
         payloads = [self.encode_task(task) for task in tasks]  # all checked before any write
         if not payloads:
             return 0
-        yield from self._register_queue(queue)
+        if time.monotonic() - self._registered.get(queue, -REGISTRY_REFRESH) >= REGISTRY_REFRESH:
+            yield from self._register_queue(queue)
         publish = self.publish or (yield from self.publish_command())
         done = 0
         for start in range(0, len(payloads), ENQUEUE_BATCH):
@@ -330,13 +332,83 @@ class Core(Reads):
             # (which itself fails if this worker id's lease is gone for good).
             self.working.discard(queue)
             raise
+        return self._took(queue, worker, reply)
+
+    def _took(self, queue: str, worker: str, reply: list[Any]) -> list[Process]:
+        """The processes a dequeue reply ``{pid1, task1, ...}`` hands out."""
         processes = []
         decode = self.settings.decode_tasks
+        owned = self._owned
         for i in range(0, len(reply), 2):
             pid, data = text(reply[i]), reply[i + 1]
-            self._owned[pid] = (queue, worker)
+            owned[pid] = (queue, worker)
             processes.append(Process(pid, queue, decode_task(data, decode), data, worker))
         return processes
+
+    def complete(
+        self, queue: str, finished: Iterable[str | Process], count: int = 0
+    ) -> Plan[tuple[list[bool], list[Process]]]:
+        """Finish ``finished`` (processes of ``queue``) and take up to ``count`` more
+        tasks, in one script call when they all belong to this worker's current id.
+
+        Returns one flag per finished process, in order (True only if it still
+        existed: fenced like `finish_process`), and the new processes.
+        """
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"count must be a non-negative integer, got {count!r}")
+        keys = self.queue_keys(queue)
+        worker = self.require_worker()
+        wanted = [self._owner(process) for process in finished]
+        accepted = [False] * len(wanted)
+        batch: list[int] = []  # indexes finished by the script call(s)
+        for i, owner in enumerate(wanted):
+            if owner is None:
+                continue  # not ours (or already acknowledged): fenced
+            if owner[1] == queue and owner[2] == worker:
+                batch.append(i)
+            else:  # another queue, or our former id (its processes are peers' now)
+                accepted[i] = yield from self.finish_process(owner[0])
+        if count and queue not in self.working:
+            yield from self.start_work(queue)
+        taken: list[Process] = []
+        # The dequeue rides on the first chunk: a refused one (not a member) then
+        # finished nothing yet, and the caller can resend every finish with count 0.
+        for start in range(0, max(1, len(batch)), COMPLETE_BATCH):
+            chunk = batch[start : start + COMPLETE_BATCH]
+            take = count if start == 0 else 0
+            if not chunk and not take:
+                break
+            pids = [wanted[i][0] for i in chunk]  # type: ignore[index]
+            pid_prefix = f"{worker}.{next(self._calls)}." if take else ""
+            if take:  # its processes exist before we know them (see reconcile)
+                self._dequeuing.add(pid_prefix)
+            try:
+                try:
+                    flags, reply = yield script(
+                        "complete",
+                        (
+                            keys.tasks,
+                            keys.processes,
+                            keys.worker(worker),
+                            keys.members,
+                            keys.idle,
+                            keys.seq,
+                            keys.recoveries,
+                            keys.stats,
+                        ),
+                        (worker, pid_prefix, take, *pids),
+                    )
+                except NotMemberError:
+                    self.working.discard(queue)  # rejoin on the next call, as dequeue does
+                    raise
+                for i, pid, flag in zip(chunk, pids, flags, strict=True):
+                    self._owned.pop(pid, None)
+                    accepted[i] = flag == 1
+                if take:
+                    taken = self._took(queue, worker, reply)
+            finally:  # after the processes are in self._owned
+                self._dequeuing.discard(pid_prefix)
+        return accepted, taken
 
     def _owner(self, process: str | Process) -> tuple[str, str, str] | None:
         pid = process.id if isinstance(process, Process) else process

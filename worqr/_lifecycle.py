@@ -41,7 +41,7 @@ class Lifecycle:
         self._started = threading.Event()
         self._ready: asyncio.Future[None] | None = None  # for `async with`
         self._runner: asyncio.Task[None] | None = None
-        self._process_tasks: set[asyncio.Task[None]] = set()
+        self._process_tasks: set[asyncio.Future[Any]] = set()
 
     # -- what the worker supplies ------------------------------------------------
 
@@ -183,7 +183,7 @@ class Lifecycle:
             )
         self._request_stop(False)
 
-    def _track(self, task: asyncio.Task[None]) -> None:
+    def _track(self, task: asyncio.Future[Any]) -> None:
         self._process_tasks.add(task)
         task.add_done_callback(self._process_tasks.discard)
 

@@ -6,6 +6,7 @@ its KEYS/ARGV contract. This is the one place that knows the error codes.
 
 from __future__ import annotations
 
+import hashlib
 from functools import cache
 from importlib import resources
 
@@ -16,6 +17,7 @@ from ._errors import LeaseLostError, WorqrError
 SCRIPT_NAMES = (
     "add_worker_queue",
     "cancel",
+    "complete",
     "dead_letter",
     "delete_queue",
     "dequeue",
@@ -58,6 +60,12 @@ _MESSAGES = {
 def source(name: str) -> str:
     """The text of one script."""
     return resources.files("worqr").joinpath("lua", f"{name}.lua").read_text("utf-8")
+
+
+@cache
+def digest(name: str) -> str:
+    """The SHA1 Redis knows one script by (EVALSHA)."""
+    return hashlib.sha1(source(name).encode("utf-8")).hexdigest()
 
 
 def translate(error: ResponseError) -> Exception:

@@ -15,7 +15,6 @@ from ._connect import (
     resolve_url,
 )
 from ._core import Core, Observer
-from ._scripts import SCRIPT_NAMES, source
 from ._sentinel import sentinel_target
 from ._settings import Settings, with_overrides
 
@@ -83,9 +82,6 @@ class Shell:
             )
         self._redis: Any = redis
         self._subscriber: Any = subscriber
-        self._scripts: dict[str, Any] = {
-            name: redis.register_script(source(name)) for name in SCRIPT_NAMES
-        }
         self._core = Core(self.settings, cluster=self._cluster)
 
     def __repr__(self) -> str:  # never the URL: it may hold a password

@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from asyncio import Future
 from collections.abc import Awaitable, Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar
 
+from ._acks import Ack, AckBatcher
 from ._aclient import AsyncWorqr
 from ._capacity import Capacity
 from ._context import ProcessContext
@@ -31,6 +32,7 @@ from ._retry import OutageLog
 from ._running import Handler, HandlerSpec, Outcome, Reason, Running, is_async_handler, launch
 from ._sentinel import sentinel_target
 from ._settings import with_overrides
+from ._threads import HandlerThreads
 from ._worker_settings import WorkerSettings
 
 logger = logging.getLogger("worqr.worker")
@@ -108,8 +110,9 @@ class Worker(Lifecycle):
         self._configured: set[str] = set()  # persistent queues set to never dead-letter
         self._lost_ids: set[str] = set()  # our former worker ids (their processes are peers')
         self._acks = OutageLog("acknowledge")
+        self._batch = AckBatcher()  # finishes waiting for their queue's next call
         self._client: AsyncWorqr | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: HandlerThreads | None = None
 
     # -- configuration ---------------------------------------------------------
 
@@ -203,7 +206,8 @@ class Worker(Lifecycle):
             for q in persistent
             if not self._specs[q].is_async
         )
-        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="worqr-handler")
+        self._batch = AckBatcher()
+        self._executor = HandlerThreads(asyncio.get_running_loop(), threads, "worqr-handler")
         client = AsyncWorqr(
             self.url,
             settings=settings.client,
@@ -256,48 +260,95 @@ class Worker(Lifecycle):
     async def _pull(self, client: AsyncWorqr, queue: str) -> None:
         wanted = self._wanted[queue]
         outage = OutageLog(f"dequeue from {queue!r}")
-        while not self._stopping:
-            await wanted.wait()
-            wanted.clear()
-            await self._fill(client, queue, outage)
+        try:
+            while not self._stopping:
+                await wanted.wait()
+                # One loop turn first: handlers that ended together (their results
+                # arrive in one batch) then share this call instead of one each.
+                await asyncio.sleep(0)
+                wanted.clear()
+                await self._fill(client, queue, outage)
+        finally:
+            self._batch.give_up_queue(queue)  # their handlers' tasks acknowledge alone
 
     async def _fill(self, client: AsyncWorqr, queue: str, outage: OutageLog) -> None:
-        """Dequeue until the queue runs short or no slot is free."""
+        """Dequeue until the queue runs short or no slot is free; each dequeue also
+        finishes the processes waiting on this queue, in the same script call."""
         capacity, fence_wait = self._capacity, self.settings.client.heartbeat / 4
         while not self._stopping:
             if not client.lease_fresh():
+                self._flush(client, queue)  # finishes still go out: the work was ours
                 await asyncio.sleep(fence_wait)  # self-fenced until a heartbeat lands
                 continue
             asked = capacity.reserve(queue)
             if asked == 0:
+                self._flush(client, queue)  # no slot to fill: the finishes go alone
                 return  # a process ending wakes this queue again
+            acks = self._batch.take(queue)
             try:
-                processes = await self._dequeue(client, queue, asked)
+                processes = await self._take(client, queue, asked, acks)
             except asyncio.CancelledError:
                 capacity.abandon(queue, asked)
+                self._batch.give_up(acks)
                 raise
             except LeaseLostError:  # the heartbeat re-registers us; try again then
                 self._wake(capacity.abandon(queue, asked))
+                self._send_acks(client, queue, acks)  # refused whole: resent alone
                 await asyncio.sleep(fence_wait)
                 continue
             except Exception as error:  # Redis away (or a bug): never give up the queue
                 self._wake(capacity.abandon(queue, asked))
-                outage.failed(error)
-                await asyncio.sleep(outage.backoff())
+                self._batch.put_back(queue, acks)
+                log = self._acks if acks else outage  # an ack that cannot land says so
+                log.failed(error)
+                await asyncio.sleep(log.backoff())
                 continue
             outage.ok()
+            if acks:
+                self._acks.ok()
             self._wake(capacity.settle(queue, asked, len(processes)))
             self._notify(partial(_dequeued, queue, asked, len(processes)))
             for process in processes:  # no await between settle and start: no over-commit
                 self._start(client, process)
-            if len(processes) < asked:
+            if len(processes) < asked and not self._batch.pending(queue):
                 return  # drained: the dequeue put us in the idle set
 
-    async def _dequeue(self, client: AsyncWorqr, queue: str, count: int) -> list[Process]:
-        if self._specs[queue].persistent and queue not in self._configured:
+    def _flush(self, client: AsyncWorqr, queue: str) -> None:
+        self._send_acks(client, queue, self._batch.take(queue))
+
+    def _send_acks(self, client: AsyncWorqr, queue: str, acks: list[Ack]) -> None:
+        """Finish ``acks`` without a dequeue, in the background: the puller stays
+        free to take a slot the moment one opens."""
+        if acks:
+            task = asyncio.create_task(self._finish_alone(client, queue, acks))
+            self._track(task)
+
+    async def _finish_alone(self, client: AsyncWorqr, queue: str, acks: list[Ack]) -> None:
+        processes = [process for process, _ in acks]
+        try:
+            accepted, _ = await self._retrying(
+                lambda: client.complete(queue, processes, 0), self._acks
+            )
+        except asyncio.CancelledError:
+            self._batch.give_up(acks)  # their waiters acknowledge on their own
+            raise
+        except Exception:  # stopping now with Redis away: the waiters try once more
+            self._batch.give_up(acks)
+            return
+        self._batch.resolve(acks, accepted)
+
+    async def _take(
+        self, client: AsyncWorqr, queue: str, count: int, acks: list[Ack]
+    ) -> list[Process]:
+        """Finish ``acks`` and dequeue up to ``count`` tasks in one call."""
+        if count and self._specs[queue].persistent and queue not in self._configured:
             await client.configure_queue(queue, max_recoveries=-1)  # owner deaths never poison
             self._configured.add(queue)
-        return await client.dequeue_many(queue, count)
+        if not acks:
+            return await client.dequeue_many(queue, count)
+        accepted, processes = await client.complete(queue, [p for p, _ in acks], count)
+        self._batch.resolve(acks, accepted)
+        return processes
 
     def _start(self, client: AsyncWorqr, process: Process) -> None:
         if process.worker_id in self._lost_ids:
@@ -309,18 +360,56 @@ class Worker(Lifecycle):
         running.inner = launch(running, self._loop, self._executor)
         self._running[process.id] = running
         self._notify(lambda h: h.on_started(process.queue))
-        task = asyncio.create_task(self._run(client, running), name=f"worqr-process-{process.id}")
-        self._track(task)
+        running.inner.add_done_callback(partial(self._ended, client, running))
+        self._track(running.inner)  # a drain waits for the handler
 
     # -- ending a process --------------------------------------------------------
 
+    def _ended(self, client: AsyncWorqr, running: Running, _: object) -> None:
+        """The handler ended. The common case (it returned) needs no task of its
+        own: its finish waits for the queue's next call, and a drain waits for it."""
+        try:
+            if self._running.get(running.process.id) is running and not self._stopping:
+                outcome, _error = running.outcome()
+                if outcome is Outcome.FINISHED:
+                    self._finish_later(client, running)
+                    return
+        except Exception:  # never leave a process without an outcome
+            logger.exception("settling process %s failed", running.process.id)
+        self._track(asyncio.create_task(self._run(client, running)))
+
     async def _run(self, client: AsyncWorqr, running: Running) -> None:
         try:
-            assert running.inner is not None
-            await asyncio.wait({running.inner})
             await self._settle(client, running)
         finally:
             self._end(running)
+
+    def _finish_later(self, client: AsyncWorqr, running: Running) -> None:
+        """Finish with the queue's next call (with the next dequeue, in one script
+        call); its slot is free already, so that call can refill it."""
+        process, seconds = running.process, running.seconds()
+        waiter = self._batch.add(process)
+        self._end(running)
+        self._wanted[process.queue].set()
+        waiter.add_done_callback(partial(self._acked, client, process, seconds))
+        self._track(waiter)  # a drain waits for it (it ends when the puller stops)
+
+    def _acked(
+        self, client: AsyncWorqr, process: Process, seconds: float, waiter: Future[bool | None]
+    ) -> None:
+        if waiter.cancelled():
+            return  # cancelled by the last step of a shutdown, as its process task was
+        ok = waiter.result()
+        if ok is None:  # the puller stopped before learning the result: ack alone
+            self._track(asyncio.create_task(self._finish_alone_one(client, process, seconds)))
+        else:
+            self._finished(process.queue, seconds, ok)
+
+    async def _finish_alone_one(self, client: AsyncWorqr, process: Process, seconds: float) -> None:
+        self._finished(process.queue, seconds, await self._ack(client.finish_process, process))
+
+    def _finished(self, queue: str, seconds: float, ok: bool) -> None:
+        self._notify(lambda h: h.on_finished(queue, seconds) if ok else h.on_fenced(queue))
 
     def _end(self, running: Running) -> None:
         if self._running.get(running.process.id) is not running:
@@ -356,9 +445,8 @@ class Worker(Lifecycle):
             self._log_failure(process, error)
             ok = await self._ack(client.fail_process, process)
             self._notify(lambda h: h.on_failed(queue, seconds) if ok else h.on_fenced(queue))
-        else:
-            ok = await self._ack(client.finish_process, process)
-            self._notify(lambda h: h.on_finished(queue, seconds) if ok else h.on_fenced(queue))
+        else:  # while stopping (otherwise `_finish_later`): no puller to carry it
+            self._finished(queue, seconds, await self._ack(client.finish_process, process))
 
     def _log_failure(self, process: Process, error: BaseException | None) -> None:
         payload = ""
@@ -460,7 +548,7 @@ class Worker(Lifecycle):
 
     def _shutdown_executor(self) -> None:
         if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor.shutdown()
             self._executor = None
         self._client = None
 
