@@ -3,6 +3,7 @@ a real Redis, driven through the command line."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -268,3 +269,60 @@ def test_command_line_overrides_the_workers_settings(
     wait_until(lambda: len(mesh.names("started")) == 3)
     assert mesh.client.count_tasks("jobs") == 2  # three at a time, not the default eight
     assert mesh.stop() == 0
+
+
+def test_timing_options_reach_every_process(
+    make_mesh: Callable[[str, str], Mesh], redis_url: str, prefix: str
+) -> None:
+    mesh = make_mesh(redis_url, prefix)
+    timing = ("--ttl", "1.5", "--heartbeat", "0.3", "--poll-interval", "0.7")
+    mesh.start("--processes", "2", *timing, "--socket-timeout", "4")
+    workers = mesh.wait_workers(2)
+    records = wait_until(
+        lambda: (
+            len(raw := mesh.redis.lrange(f"{prefix}:settings", 0, -1)) == 2
+            and [json.loads(r) for r in raw]
+        )
+    )
+    assert sorted(r["pid"] for r in records) == sorted(workers.values())
+    for record in records:
+        assert (record["ttl"], record["heartbeat"]) == (1.5, 0.3)
+        assert (record["poll_interval"], record["socket_timeout"]) == (0.7, 4.0)
+    # The lease in Redis is the --ttl one (the default would be 3 s).
+    for worker in workers:
+        ttl = mesh.redis.pttl("{" + prefix + "}:alive:" + worker)
+        assert 0 < ttl <= 1500, ttl
+    assert mesh.stop() == 0
+
+
+def test_max_restarts_stops_the_supervisor_at_the_limit(
+    make_mesh: Callable[[str, str], Mesh], redis_url: str, prefix: str
+) -> None:
+    """--max-restarts 1: the first SIGKILLed child is replaced, the second death
+    within --restart-window stops every process with exit code 1."""
+    mesh = make_mesh(redis_url, prefix)
+    mesh.start("--processes", "2", "--max-restarts", "1", "--restart-window", "600", *FAST)
+    first = mesh.wait_workers(2)
+    victim = sorted(first.values())[0]
+    os.kill(victim, signal.SIGKILL)
+    second = wait_until(
+        lambda: victim not in (found := mesh.workers()).values() and len(found) == 2 and found,
+        timeout=20,
+        message="the first killed child is restarted",
+    )
+    replacement = (set(second.values()) - set(first.values())).pop()
+    os.kill(replacement, signal.SIGKILL)
+    assert mesh.process is not None
+    assert mesh.process.wait(30) == 1
+    survivors = set(first.values()) - {victim}
+    assert not any(pid_alive(pid) for pid in survivors | {replacement})
+    log = mesh.log()
+    assert log.count("restarted worker process") == 1
+    assert "1 restarts within the last 600 s already" in log and "giving up" in log
+
+    # The survivor stopped gracefully (deregistered); the killed one is reaped.
+    def reaped() -> bool:
+        mesh.client.reap()
+        return mesh.client.get_workers() == []
+
+    wait_until(reaped, timeout=20, message="the mesh is empty after the supervisor gave up")
