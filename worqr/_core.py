@@ -40,6 +40,7 @@ Observer = Callable[[str, dict[str, Any]], object]
 Metrics subscribe here; the core never imports them."""
 
 ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
+DEQUEUE_CHUNK = 500  # most tasks per dequeue script call (invariant 9): ~3 ms each
 REGISTRY_REFRESH = 30.0  # seconds between re-adding a queue to the registry
 
 
@@ -251,32 +252,51 @@ class Core(Reads):
         worker = self.require_worker()
         if queue not in self.working:
             yield from self.start_work(queue)
+        # One prefix per dequeue; a large count runs as several short script calls
+        # numbering their processes on from each other, each safe to resend.
         pid_prefix = f"{worker}.{next(self._calls)}."
-        try:
-            reply = yield script(
-                "dequeue",
-                (
-                    keys.tasks,
-                    keys.processes,
-                    keys.worker(worker),
-                    keys.members,
-                    keys.idle,
-                    keys.seq,
-                    keys.stats,
-                ),
-                (worker, pid_prefix, count),
-            )
-        except NotMemberError:
-            # Failed by peers, or the queue was deleted: rejoin on the next call
-            # (which itself fails if this worker id's lease is gone for good).
-            self.working.discard(queue)
-            raise
-        processes = []
+        processes: list[Process] = []
         decode = self.settings.decode_tasks
-        for i in range(0, len(reply), 2):
-            pid, data = text(reply[i]), reply[i + 1]
-            self._owned[pid] = (queue, worker)
-            processes.append(Process(pid, queue, decode_task(data, decode), data, worker))
+        while len(processes) < count:
+            chunk = min(DEQUEUE_CHUNK, count - len(processes))
+            try:
+                reply = yield script(
+                    "dequeue",
+                    (
+                        keys.tasks,
+                        keys.processes,
+                        keys.worker(worker),
+                        keys.members,
+                        keys.idle,
+                        keys.seq,
+                        keys.stats,
+                    ),
+                    (worker, pid_prefix, chunk, len(processes)),
+                )
+            except NotMemberError:
+                # Failed by peers, or the queue was deleted: rejoin on the next call
+                # (which itself fails if this worker id's lease is gone for good).
+                # Processes taken by earlier chunks went with the membership.
+                self.working.discard(queue)
+                raise
+            except Exception as error:
+                if not processes:
+                    raise
+                # Earlier chunks are ours: hand them over rather than strand them.
+                logger.warning(
+                    "dequeue from %r stopped after %d of %d tasks: %s",
+                    queue,
+                    len(processes),
+                    count,
+                    type(error).__name__,
+                )
+                break
+            for i in range(0, len(reply), 2):
+                pid, data = text(reply[i]), reply[i + 1]
+                self._owned[pid] = (queue, worker)
+                processes.append(Process(pid, queue, decode_task(data, decode), data, worker))
+            if len(reply) < 2 * chunk:  # the queue ran dry
+                break
         return processes
 
     def _owner(self, process: str | Process) -> tuple[str, str, str] | None:
