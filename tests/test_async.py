@@ -302,8 +302,11 @@ def test_after_losing_its_lease_the_heartbeat_task_reregisters_and_wakeups_follo
             redis_client.delete(MeshKeys(prefix).alive(old))
             await async_wait_until(lambda: lost == [old], message="lease loss not noticed")
             new = await async_wait_until(lambda: worker.worker_id != old and worker.worker_id)
-            # Rejoined its queue under the new id (the old id's processes went first).
+            # Rejoined its queue under the new id (the old id's processes went first),
+            # and its listener subscribed the new id's wake-ups (the confirmation is
+            # a drain hint, n=0): the re-registration has run to its end.
             await async_wait_until(lambda: _equals(worker.get_working_queues(), ["q"]))
+            await async_wait_until(lambda: (new, 0) in woken, message="not resubscribed")
             assert not await worker.finish_process(held)
             assert await producer.get_workers() == [new]
 

@@ -20,6 +20,7 @@ from ._calls import Plan, Request, Subscribe, may_resend
 from ._connect import check_client, command_options, subscriber_options
 from ._core import Callback
 from ._process import Process
+from ._pubsub_guard import AsyncPubSubGuard
 from ._retry import OutageLog, final_error, tenacity_options
 from ._scripts import SCRIPT_NAMES, source
 from ._settings import Settings
@@ -83,6 +84,7 @@ class AsyncWorqr(Shell):
         self._redis = redis
         self._subscriber = subscriber
         self._pubsub: PubSub | None = None
+        self._pubsub_guard = AsyncPubSubGuard()  # every use of _pubsub, from any task
         self._scripts: dict[str, AsyncScript] = {
             name: redis.register_script(source(name)) for name in SCRIPT_NAMES
         }
@@ -125,11 +127,7 @@ class AsyncWorqr(Shell):
 
     async def _send(self, request: Request) -> Any:
         if isinstance(request, Subscribe):
-            pubsub = self._ensure_listener()
-            if request.add:
-                await pubsub.subscribe(*request.add)
-            if request.remove:
-                await pubsub.unsubscribe(*request.remove)
+            await self._pubsub_guard.apply(self._ensure_listener(), request)
             return None
         if request.script is not None:
             return await self._scripts[request.script](request.keys, request.args, self._redis)
@@ -273,20 +271,23 @@ class AsyncWorqr(Shell):
     async def _listen_loop(self) -> None:
         pubsub = self._pubsub
         assert pubsub is not None
+        guard = self._pubsub_guard
         outage = OutageLog("listener", self._core.emit)
         next_poll = time.monotonic() + self.settings.poll_interval
         while not self._closing:
             wait = min(0.25, max(0.0, next_poll - time.monotonic()))
             try:
                 if pubsub.subscribed:
-                    message = await honour_cancel(pubsub.get_message(timeout=wait))
+                    async with guard.lock:  # short reads: a subscription change waits one
+                        read = pubsub.get_message(timeout=min(wait, guard.SLICE))
+                        message = await honour_cancel(read)
                 else:
                     message = None
-                    await asyncio.sleep(wait)
+                    await guard.sleep(wait)
                 outage.ok()
             except Exception as error:
                 outage.failed(error)
-                await asyncio.sleep(outage.backoff())
+                await guard.sleep(outage.backoff())
                 continue
             events = self._core.parse_message(message) if message else []
             if time.monotonic() >= next_poll:
@@ -319,7 +320,8 @@ class AsyncWorqr(Shell):
                     await asyncio.wait(others)
             finally:
                 if self._pubsub is not None:
-                    await self._pubsub.aclose()  # type: ignore[no-untyped-call]
+                    async with self._pubsub_guard.lock:
+                        await self._pubsub.aclose()  # type: ignore[no-untyped-call]
                 if self._own_subscriber and self._subscriber is not None:
                     await self._subscriber.aclose()
                 if self._own_redis:

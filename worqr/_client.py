@@ -19,6 +19,7 @@ from ._calls import Plan, Request, Subscribe, may_resend
 from ._connect import check_client, command_options, subscriber_options
 from ._core import Callback
 from ._process import Process
+from ._pubsub_guard import PubSubGuard
 from ._retry import OutageLog, final_error, tenacity_options
 from ._scripts import SCRIPT_NAMES, source
 from ._settings import Settings
@@ -66,6 +67,7 @@ class Worqr(Shell):
         self._redis = redis
         self._subscriber = subscriber
         self._pubsub: PubSub | None = None
+        self._pubsub_guard = PubSubGuard()  # every use of _pubsub, from any thread
         self._scripts: dict[str, Script] = {
             name: redis.register_script(source(name)) for name in SCRIPT_NAMES
         }
@@ -105,11 +107,7 @@ class Worqr(Shell):
 
     def _execute_once(self, request: Request) -> Any:
         if isinstance(request, Subscribe):
-            pubsub = self._ensure_listener()
-            if request.add:
-                pubsub.subscribe(*request.add)
-            if request.remove:
-                pubsub.unsubscribe(*request.remove)  # type: ignore[no-untyped-call]
+            self._pubsub_guard.apply(self._ensure_listener(), request)
             return None
         if request.script is not None:
             return self._scripts[request.script](request.keys, request.args, self._redis)
@@ -271,16 +269,17 @@ class Worqr(Shell):
     def _listen_loop(self) -> None:
         pubsub = self._pubsub
         assert pubsub is not None
+        guard = self._pubsub_guard
         outage = OutageLog("listener", self._core.emit)
         next_poll = time.monotonic() + self.settings.poll_interval
         while not self._stopping.is_set():
             wait = min(0.25, max(0.0, next_poll - time.monotonic()))
             try:
-                message = pubsub.get_message(timeout=wait)
+                message = guard.next_message(pubsub, wait)
                 outage.ok()
             except Exception as error:
                 outage.failed(error)
-                self._stopping.wait(outage.backoff())
+                guard.sleep(outage.backoff())  # close() wakes it
                 continue
             events = self._core.parse_message(message) if message else []
             if time.monotonic() >= next_poll:
@@ -302,11 +301,11 @@ class Worqr(Shell):
                 self._drive(self._core.deregister())
         finally:
             self._stopping.set()
+            self._pubsub_guard.wake()
             for thread in self._threads:
                 if thread is not threading.current_thread():
                     thread.join(timeout=5)
-            if self._pubsub is not None:
-                self._pubsub.close()
+            self._pubsub_guard.close(self._pubsub)
             if self._own_subscriber and self._subscriber is not None:
                 self._subscriber.close()
             if self._own_redis:
