@@ -325,6 +325,42 @@ def test_a_resent_dequeue_chunk_returns_what_it_took(
     assert [*first[1::2], *second[1::2]] == [f"p{i}".encode() for i in range(6)]
 
 
+def test_a_worker_that_has_not_heard_of_a_delete_rejoins_the_queue(
+    wq: worqr.Worqr, worker: worqr.Worqr, redis_client: redis.Redis, prefix: str
+) -> None:
+    """The queue was deleted (its members with it) before the worker heard the
+    event: its lease is fine, so its next dequeue joins again and takes the new
+    tasks, instead of raising a lease-lost error."""
+    wq.enqueue("q", "old")
+    held = worker.dequeue("q")
+    assert held is not None
+    keys = MeshKeys(prefix).queue("q")
+    worker_id = worker.worker_id or ""
+    # What delete_queue deletes, without its "delete" event (not heard yet).
+    redis_client.delete(keys.tasks, keys.processes, keys.members, keys.idle, keys.worker(worker_id))
+    wq.enqueue_many("q", ["new", "newer"])
+    taken = worker.dequeue_many("q", 5)
+    assert [p.task for p in taken] == ["new", "newer"]
+    assert worker.worker_id == worker_id  # the same registration: nothing was lost
+    assert redis_client.sismember(keys.members, worker_id)
+    assert worker.finish_process(held) is False  # deleted with the queue
+    assert all(worker.finish_process(p) for p in taken)
+
+    # With the real delete too, whether or not the event has arrived yet.
+    wq.delete_queue("q")
+    wq.enqueue("q", "after")
+    again = worker.dequeue("q")
+    assert again is not None and again.task == "after"
+
+    # A worker whose lease is gone is still told so.
+    kill(redis_client, prefix, worker_id)
+    redis_client.srem(keys.members, worker_id)  # what failing it does first
+    wq.enqueue("q", "late")
+    with pytest.raises(worqr.LeaseLostError):
+        worker.dequeue("q")
+    assert wq.count_tasks("q") == 1
+
+
 def test_finish_process_is_fenced_and_accepts_an_id(wq: worqr.Worqr, worker: worqr.Worqr) -> None:
     wq.enqueue_many("q", ["a", "b"])
     a, b = worker.dequeue_many("q", 2)

@@ -257,6 +257,8 @@ class Core(Reads):
         pid_prefix = f"{worker}.{next(self._calls)}."
         processes: list[Process] = []
         decode = self.settings.decode_tasks
+        rejoined = False
+        numbered = 0  # processes numbered under this prefix so far
         while len(processes) < count:
             chunk = min(DEQUEUE_CHUNK, count - len(processes))
             try:
@@ -271,14 +273,21 @@ class Core(Reads):
                         keys.seq,
                         keys.stats,
                     ),
-                    (worker, pid_prefix, chunk, len(processes)),
+                    (worker, pid_prefix, chunk, numbered),
                 )
-            except NotMemberError:
-                # Failed by peers, or the queue was deleted: rejoin on the next call
-                # (which itself fails if this worker id's lease is gone for good).
-                # Processes taken by earlier chunks went with the membership.
+            except NotMemberError as error:
                 self.working.discard(queue)
-                raise
+                # Not a member: failed by peers, or the queue was deleted (with its
+                # members) before this worker heard of it. A lease that still exists
+                # was never failed (peers fail only expired leases, which never come
+                # back): join the queue again and carry on. Processes taken by
+                # earlier chunks went with the membership (deleted or requeued).
+                if rejoined or not (yield from self._lease_exists(worker)):
+                    raise error
+                rejoined = True
+                processes.clear()
+                yield from self.start_work(queue)
+                continue
             except Exception as error:
                 if not processes:
                     raise
@@ -291,6 +300,7 @@ class Core(Reads):
                     type(error).__name__,
                 )
                 break
+            numbered += chunk
             for i in range(0, len(reply), 2):
                 pid, data = text(reply[i]), reply[i + 1]
                 self._owned[pid] = (queue, worker)
@@ -298,6 +308,9 @@ class Core(Reads):
             if len(reply) < 2 * chunk:  # the queue ran dry
                 break
         return processes
+
+    def _lease_exists(self, worker: str) -> Plan[bool]:
+        return bool((yield command("EXISTS", self.mesh.alive(worker))))
 
     def _owner(self, process: str | Process) -> tuple[str, str, str] | None:
         pid = process.id if isinstance(process, Process) else process
