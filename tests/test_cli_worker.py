@@ -17,6 +17,7 @@ from cli_helpers import cli_env, kill_pids, pid_alive, run_cli, start_cli
 from helpers import wait_until
 
 import worqr
+from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis, free_port
 
 TESTS = Path(__file__).resolve().parent
@@ -85,6 +86,18 @@ class Mesh:
         for kind, name, pid in self.events():
             if kind == event:
                 found.setdefault(name, []).append(pid)
+        return found
+
+    def holders(self) -> dict[str, int]:
+        """Task name -> pid of the alive worker process holding it now."""
+        keys = MeshKeys(self.prefix).queue("jobs")
+        found: dict[str, int] = {}
+        for worker, pid in self.workers().items():
+            owned = self.redis.zrange(keys.worker(worker), 0, -1)
+            tasks = self.redis.hmget(keys.processes, owned) if owned else []
+            for task in tasks:
+                if task is not None:
+                    found[task.decode().partition(":")[2]] = pid
         return found
 
     def release(self) -> None:
@@ -162,10 +175,14 @@ def test_sigkilled_child_is_restarted_and_peers_finish_its_tasks(
     before = mesh.wait_workers(3)
     names = [f"t{i}" for i in range(6)]
     mesh.enqueue("jobs", *(f"hold:{name}" for name in names))
-    started = wait_until(lambda: len(mesh.names("started")) == 6 and mesh.names("started"))
-    victim = started["t0"][0]
-    victims_tasks = {name for name, pids in started.items() if pids == [victim]}
+    wait_until(lambda: len(mesh.names("started")) == 6, timeout=20)
+    # Who holds what, read from Redis once all six are held: a worker that lost
+    # its lease under load (TTL 1 s) may have run a task before its holder did.
+    holders = wait_until(lambda: mesh.holders() if len(mesh.holders()) == 6 else None)
+    victim = holders["t0"]
+    victims_tasks = {name for name, pid in holders.items() if pid == victim}
     assert len(victims_tasks) == 2  # two per process: the concurrency limit
+    assert victim in mesh.names("started")["t0"]
 
     os.kill(victim, signal.SIGKILL)
     wait_until(
