@@ -263,6 +263,7 @@ class Worqr(Shell):
                         self._url, **subscriber_options(self.settings)
                     )
                 self._pubsub = self._subscriber.pubsub()  # type: ignore[no-untyped-call]
+                self._pubsub_guard.start()
                 self._spawn("worqr-listener", self._listen_loop)
             return self._pubsub
 

@@ -31,9 +31,15 @@ class PubSubGuard:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self._wake_in, self._wake_out = socket.socketpair()
-        self._wake_in.setblocking(False)
-        self._wake_out.setblocking(False)
+        self._wake_in: socket.socket | None = None
+        self._wake_out: socket.socket | None = None
+
+    def start(self) -> None:
+        """Before the listener starts: the pair that wakes its waits."""
+        if self._wake_in is None:
+            self._wake_in, self._wake_out = socket.socketpair()
+            self._wake_in.setblocking(False)
+            self._wake_out.setblocking(False)
 
     def apply(self, pubsub: Any, request: Subscribe) -> None:
         """Change the subscriptions (from any thread, the listener's callbacks too)."""
@@ -61,26 +67,30 @@ class PubSubGuard:
 
     def sleep(self, timeout: float, sock: socket.socket | None = None) -> None:
         """Wait ``timeout`` seconds, until ``sock`` is readable, or until woken."""
-        watched: list[Any] = [self._wake_in] if sock is None else [self._wake_in, sock]
+        wake = self._wake_in
+        assert wake is not None, "start() first"
+        watched: list[Any] = [wake] if sock is None else [wake, sock]
         try:
             ready, _, _ = select.select(watched, [], [], timeout)
         except (OSError, ValueError):  # the socket was closed meanwhile: read again
             return
-        if self._wake_in in ready:
+        if wake in ready:
             with contextlib.suppress(OSError):
-                while self._wake_in.recv(4096):
+                while wake.recv(4096):
                     pass
 
     def wake(self) -> None:
-        with contextlib.suppress(OSError):  # a full buffer wakes it just as well
-            self._wake_out.send(b"\0")
+        if self._wake_out is not None:  # else no listener runs
+            with contextlib.suppress(OSError):  # a full buffer wakes it just as well
+                self._wake_out.send(b"\0")
 
     def close(self, pubsub: Any | None) -> None:
         if pubsub is not None:
             with self.lock:
                 pubsub.close()
-        self._wake_in.close()
-        self._wake_out.close()
+        for end in (self._wake_in, self._wake_out):
+            if end is not None:
+                end.close()
 
 
 class AsyncPubSubGuard:
