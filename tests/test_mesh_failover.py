@@ -310,3 +310,37 @@ def test_failing_a_big_worker_runs_in_short_chunks(
     assert len(calls) >= math.ceil(5000 / peer.settings.requeue_chunk) > 1  # chunked
     assert max(calls) < 50_000, f"a requeue_owned call took {max(calls)} µs"
     assert queued(redis_client, prefix, "q") == payloads
+
+
+def test_a_recovery_cut_short_is_redone_and_reported_once(
+    make: Factory, redis_client: redis.Redis, prefix: str
+) -> None:
+    """The heartbeat finds the lease gone and starts recovering; the recovery is
+    cut short halfway (here a lease-lost hook fails once, as a dropped connection
+    would). The next heartbeat finishes the recovery, and the loss is reported
+    (event and hooks) once, not once per try: a process that reported two losses
+    looked like a crash loop in the Redis stall scenario's count."""
+    worker = make()
+    worker.start_work("q")
+    worker.enqueue("q", "held")
+    assert worker.dequeue("q") is not None
+    events: list[str] = []
+    hooked: list[str] = []
+    worker.add_observer(lambda event, fields: events.append(event))
+
+    def cut(old: str) -> None:
+        hooked.append(old)
+        if len(hooked) == 1:
+            raise redis.ConnectionError("dropped halfway")
+
+    worker.add_lease_lost_hook(cut)
+    old = kill(redis_client, prefix, worker)
+    with pytest.raises(redis.ConnectionError):
+        worker.heartbeat()  # cut short right after reporting the loss
+    assert worker.worker_id == old
+    assert worker.heartbeat() == "recovered"
+    assert worker.worker_id != old
+    assert hooked == [old] and events.count("lease_lost") == 1
+    assert worker.get_workers() == [worker.worker_id]
+    taken = worker.dequeue("q")  # the held task came back, and the queue was rejoined
+    assert taken is not None and taken.task == "held"

@@ -70,6 +70,7 @@ class Core(Reads):
         self._joining: set[str] = set()
         self.last_heartbeat = 0.0  # monotonic time the last successful heartbeat was sent
         self.lease_lost_hooks: list[Callable[[str], object]] = []
+        self._reported_loss: str | None = None  # the last worker id reported as lost
         self.observers: list[Observer] = []
         self._owned: dict[str, tuple[str, str]] = {}  # pid -> (queue, worker id)
         self._listeners: dict[str, list[Callback]] = {}
@@ -502,10 +503,14 @@ class Core(Reads):
         return bool(reply == 1)
 
     def _recover_lease(self, old: str) -> Plan[None]:
-        logger.warning("worker %s lost its lease; re-registering under a new id", old)
-        self.emit("lease_lost", worker=old)
-        for hook in self.lease_lost_hooks:
-            hook(old)
+        # Reported once per lost lease: a recovery cut short (say Redis dropped a
+        # connection halfway) is redone by the next heartbeat, not reported again.
+        if self._reported_loss != old:
+            self._reported_loss = old
+            logger.warning("worker %s lost its lease; re-registering under a new id", old)
+            self.emit("lease_lost", worker=old)
+            for hook in self.lease_lost_hooks:
+                hook(old)
         queues = sorted(self.working)
         for queue in sorted(self.working | self._joining):
             yield from self._requeue_owned(self.mesh.queue(queue), old, "fail")
