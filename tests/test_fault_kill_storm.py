@@ -26,6 +26,7 @@ import worqr
 from worqr.embedded import EmbeddedRedis
 
 TTL, HEARTBEAT = 1.0, 0.2
+KILLS = 30
 TIMING = ("--ttl", str(TTL), "--heartbeat", str(HEARTBEAT), "--grace", "1")
 
 
@@ -35,9 +36,12 @@ def test_sigkill_storm_loses_nothing(
     """2,000 tasks (the issue says 10k: scaled down to keep the suite within the CI
     budget on 2 cores) on 6 worker processes of one ``worqr worker --processes 6``,
     a random child SIGKILLed every 200-500 ms until every task has been taken at
-    least once. Victims are children that have registered, and a kill waits while
-    fewer than two have (replacements start after a backoff that grows while
-    children die young): a registered peer is left to fail each victim.
+    least once or 30 kills were made (three times the supervisor's default
+    restart limit; more kills only keep the machine busy starting replacements,
+    which on 2 loaded cores starves the peers that must fail the last victim).
+    Victims are children that have registered, and a kill waits while fewer than
+    two have (replacements start after a backoff that grows while children die
+    young): a registered peer is left to fail each victim.
 
     ``--max-restarts`` lifts the supervisor's crash-loop guard (10 restarts a
     minute by default) above the storm's kills: here deaths are the test's doing,
@@ -62,7 +66,7 @@ def test_sigkill_storm_loses_nothing(
         killed: set[int] = set()
         last_fault, last_victim = time.monotonic(), 0
         backlog_at_last = total
-        while checker.queued() > 0 and time.monotonic() - started < 60:
+        while checker.queued() > 0 and len(killed) < KILLS and time.monotonic() - started < 60:
             time.sleep(rng.uniform(0.2, 0.5))
             registered = {e["os"] for e in read_log(log) if e["e"] == "registered"}
             victims = sorted(pid for pid in mesh.workers() if pid in registered)
@@ -104,6 +108,6 @@ def test_sigkill_storm_loses_nothing(
     figures.extra["drain_after_last_fault_s"] = round(took, 2)
     figures.extra["drain_s"] = round(drained - started, 2)
     figures.report()
-    assert len(killed) >= 10, "the storm was too short to mean anything"
+    assert len(killed) > 10, "the storm was too short to mean anything (above the default limit)"
     assert checker.orphans() == [], "keys left behind after shutdown"
     client.close()
