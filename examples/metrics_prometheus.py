@@ -117,7 +117,9 @@ def main(url: str | None, prefix: str) -> None:
             producer.enqueue_many("thumbnails", [f"photo-{i}.jpg" for i in range(TASKS)])
             if not done.wait(30):
                 raise SystemExit("the worker did not finish")
-            own = wait_for("worker metrics", lambda: fetch(f"http://127.0.0.1:{worker_port}/metrics"))
+            own = wait_for(
+                "worker metrics", lambda: fetch(f"http://127.0.0.1:{worker_port}/metrics")
+            )
             line = next(x for x in own.splitlines() if x.startswith("worqr_tasks_finished_total"))
             print(f"worker endpoint: {line}")
             mesh = wait_for("exporter", lambda: fetch(f"http://127.0.0.1:{exporter_port}/metrics"))

@@ -4,6 +4,9 @@ Every handler reports what it does as ``"<event> <name> <pid>"`` entries on the
 Redis list ``<record>:events`` ($CLI_TEST_RECORD), so a test can tell which
 process started, finished or saw the cancellation of each task.
 
+Each process also appends, once registered, the client settings it runs with as
+JSON to ``<record>:settings``.
+
 Tasks of "jobs" are ``quick:<name>`` (finish at once) or ``hold:<name>`` (run
 until the key ``<record>:release`` exists, or until cancelled). Tasks of the
 persistent queue "sessions" run until cancelled.
@@ -12,7 +15,9 @@ persistent queue "sessions" run until cancelled.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+from typing import Any
 
 import redis
 
@@ -41,6 +46,19 @@ def _redis() -> redis.Redis:
 
 def record(event: str, name: str) -> None:
     _redis().rpush(f"{RECORD}:events", f"{event} {name} {os.getpid()}")
+
+
+def _registered(event: str, fields: dict[str, Any]) -> None:
+    if event == "registered":
+        client = worker.settings.client
+        settings = {
+            name: getattr(client, name)
+            for name in ("ttl", "heartbeat", "poll_interval", "socket_timeout")
+        }
+        _redis().rpush(f"{RECORD}:settings", json.dumps({"pid": os.getpid(), **settings}))
+
+
+worker.add_observer(_registered)
 
 
 @worker.handler("jobs")

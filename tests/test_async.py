@@ -25,6 +25,7 @@ import redis
 from helpers import async_wait_until, wait_until
 
 import worqr
+from worqr._core import DEQUEUE_CHUNK
 from worqr._keys import MeshKeys  # the one place key names are formatted
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -125,6 +126,11 @@ async def operations(
     second, third = [note(p) for p in await a.dequeue_many("q", 2)]
     mine = [note(p) for p in await b.dequeue_many("q", 3)]
     held_q2 = note(await b.dequeue("q2"))
+    # A dequeue larger than one script call's chunk: several calls, one id prefix.
+    await producer.enqueue_many("big", [f"b{i}" for i in range(DEQUEUE_CHUNK + 3)])
+    big = await a.dequeue_many("big", 10**6)
+    replies.append([p.task for p in big])
+    replies.append(len({p.id.rsplit(".", 1)[0] for p in big}))  # one prefix
     note(await a.finish_process(first))
     note(await a.stop_process(second.id))
     note(await b.fail_process(mine[0]))
@@ -205,6 +211,7 @@ def test_both_clients_leave_the_same_redis_state(
     assert expected_replies[expected_replies.index("reaped") - 1] == [True, False]
     assert "NotMemberError" in expected_replies
     assert "recovered" in expected_replies
+    assert [f"b{i}" for i in range(DEQUEUE_CHUNK + 3)] in expected_replies
     closed = expected[-1]
     assert not any(":alive:" in key or key.endswith(":workers") for key in closed)
 
@@ -295,8 +302,11 @@ def test_after_losing_its_lease_the_heartbeat_task_reregisters_and_wakeups_follo
             redis_client.delete(MeshKeys(prefix).alive(old))
             await async_wait_until(lambda: lost == [old], message="lease loss not noticed")
             new = await async_wait_until(lambda: worker.worker_id != old and worker.worker_id)
-            # Rejoined its queue under the new id (the old id's processes went first).
+            # Rejoined its queue under the new id (the old id's processes went first),
+            # and its listener subscribed the new id's wake-ups (the confirmation is
+            # a drain hint, n=0): the re-registration has run to its end.
             await async_wait_until(lambda: _equals(worker.get_working_queues(), ["q"]))
+            await async_wait_until(lambda: (new, 0) in woken, message="not resubscribed")
             assert not await worker.finish_process(held)
             assert await producer.get_workers() == [new]
 

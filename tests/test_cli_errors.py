@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from cli_helpers import cli_env, run_cli
 
 from worqr.embedded import free_port
@@ -75,6 +76,17 @@ def test_unreachable_redis_from_stdin(dead_url: str) -> None:
         (["worker"], "the following arguments are required: MODULE:ATTR"),
         (["worker", "m:w", "--processes", "0"], "must be at least 1"),
         (["worker", "m:w", "--metrics-port", "70000"], "not a TCP port"),
+        (["worker", "m:w", "--ttl", "0"], "argument --ttl: must be a positive number, got 0"),
+        (["worker", "m:w", "--ttl", "-1"], "argument --ttl: must be a positive number"),
+        (["worker", "m:w", "--heartbeat", "fast"], "argument --heartbeat: not a number: 'fast'"),
+        (["worker", "m:w", "--heartbeat", "nan"], "argument --heartbeat: must be a positive"),
+        (["worker", "m:w", "--poll-interval", "0"], "argument --poll-interval: must be a positive"),
+        (["worker", "m:w", "--poll-interval", "x"], "argument --poll-interval: not a number"),
+        (["worker", "m:w", "--socket-timeout", "inf"], "argument --socket-timeout: must be a "),
+        (["worker", "m:w", "--socket-timeout", "-2"], "argument --socket-timeout: must be a "),
+        (["worker", "m:w", "--max-restarts", "-1"], "argument --max-restarts: must be an integer"),
+        (["worker", "m:w", "--max-restarts", "1.5"], "argument --max-restarts: not an integer"),
+        (["worker", "m:w", "--restart-window", "0"], "argument --restart-window: must be a "),
         (["redis", "--port", "http"], "not an integer"),
         (["demo", "--tasks", "-3"], "must be at least 1"),
         (["enqueue", "q", "a", "--url", "http://example.com"], "bad Redis URL"),
@@ -126,7 +138,23 @@ def app_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         ("cli_worker_app:empty", [], "has no handlers"),
         ("broken_app:worker", [], "importing 'broken_app' failed: RuntimeError: config file"),
         ("needs_missing_dep:worker", [], "No module named 'no_such_dependency_xyz'"),
-        ("cli_worker_app:worker", ["--ttl", "1", "--heartbeat", "2"], "must be shorter than ttl"),
+        (
+            "cli_worker_app:worker",
+            ["--ttl", "1", "--heartbeat", "2"],
+            "--heartbeat 2 must be shorter than --ttl 1",
+        ),
+        (
+            "cli_worker_app:worker",
+            ["--ttl", "0.5"],
+            "the Worker's heartbeat (1) must be shorter than --ttl 0.5",
+        ),
+        (
+            "cli_worker_app:worker",
+            ["--heartbeat", "3"],
+            "--heartbeat 3 must be shorter than the Worker's ttl (3)",
+        ),
+        ("cli_worker_app:worker", ["--max-restarts", "3"], "--max-restarts needs --processes > 1"),
+        ("cli_worker_app:worker", ["--restart-window", "9"], "--restart-window needs --processes"),
         ("cli_worker_app:worker", ["--url", "http://example.com"], "bad Redis URL"),
         ("cli_worker_app:worker", ["--log-level", "LOUD"], "unknown --log-level 'LOUD'"),
         # With several processes the parent checks everything before starting any.
@@ -138,6 +166,36 @@ def test_worker_errors(
 ) -> None:
     result = run_cli("worker", target, *options, env=app_env)
     assert_one_line_error(result, 2, "worqr worker: error:", fragment)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--processes", "3", "--ttl", "0.5"],
+        ["--processes", "3", "--heartbeat", "2", "--ttl", "2"],
+        ["--processes", "3", "--poll-interval", "-1"],
+        ["--processes", "3", "--max-restarts", "ten"],
+        ["--max-restarts", "2"],
+    ],
+)
+def test_bad_worker_options_start_nothing(
+    options: list[str], app_env: dict[str, str], redis_url: str, prefix: str
+) -> None:
+    """Checked before any process starts or any key is written, with or without a supervisor."""
+    result = run_cli(
+        "worker",
+        "cli_worker_app:worker",
+        "--url",
+        redis_url,
+        "--prefix",
+        prefix,
+        *options,
+        env=app_env,
+    )
+    assert_one_line_error(result, 2, "worqr worker: error:")
+    assert "started" not in result.stderr
+    with redis.Redis.from_url(redis_url) as client:
+        assert list(client.scan_iter(match=f"*{prefix}*")) == []
 
 
 def test_worker_metrics_port_taken(

@@ -3,6 +3,7 @@ a real Redis, driven through the command line."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from cli_helpers import cli_env, kill_pids, pid_alive, run_cli, start_cli
 from helpers import wait_until
 
 import worqr
+from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis, free_port
 
 TESTS = Path(__file__).resolve().parent
@@ -84,6 +86,18 @@ class Mesh:
         for kind, name, pid in self.events():
             if kind == event:
                 found.setdefault(name, []).append(pid)
+        return found
+
+    def holders(self) -> dict[str, int]:
+        """Task name -> pid of the alive worker process holding it now."""
+        keys = MeshKeys(self.prefix).queue("jobs")
+        found: dict[str, int] = {}
+        for worker, pid in self.workers().items():
+            owned = self.redis.zrange(keys.worker(worker), 0, -1)
+            tasks = self.redis.hmget(keys.processes, owned) if owned else []
+            for task in tasks:
+                if task is not None:
+                    found[task.decode().partition(":")[2]] = pid
         return found
 
     def release(self) -> None:
@@ -161,10 +175,14 @@ def test_sigkilled_child_is_restarted_and_peers_finish_its_tasks(
     before = mesh.wait_workers(3)
     names = [f"t{i}" for i in range(6)]
     mesh.enqueue("jobs", *(f"hold:{name}" for name in names))
-    started = wait_until(lambda: len(mesh.names("started")) == 6 and mesh.names("started"))
-    victim = started["t0"][0]
-    victims_tasks = {name for name, pids in started.items() if pids == [victim]}
+    wait_until(lambda: len(mesh.names("started")) == 6, timeout=20)
+    # Who holds what, read from Redis once all six are held: a worker that lost
+    # its lease under load (TTL 1 s) may have run a task before its holder did.
+    holders = wait_until(lambda: mesh.holders() if len(mesh.holders()) == 6 else None)
+    victim = holders["t0"]
+    victims_tasks = {name for name, pid in holders.items() if pid == victim}
     assert len(victims_tasks) == 2  # two per process: the concurrency limit
+    assert victim in mesh.names("started")["t0"]
 
     os.kill(victim, signal.SIGKILL)
     wait_until(
@@ -268,3 +286,60 @@ def test_command_line_overrides_the_workers_settings(
     wait_until(lambda: len(mesh.names("started")) == 3)
     assert mesh.client.count_tasks("jobs") == 2  # three at a time, not the default eight
     assert mesh.stop() == 0
+
+
+def test_timing_options_reach_every_process(
+    make_mesh: Callable[[str, str], Mesh], redis_url: str, prefix: str
+) -> None:
+    mesh = make_mesh(redis_url, prefix)
+    timing = ("--ttl", "1.5", "--heartbeat", "0.3", "--poll-interval", "0.7")
+    mesh.start("--processes", "2", *timing, "--socket-timeout", "4")
+    workers = mesh.wait_workers(2)
+    records = wait_until(
+        lambda: (
+            len(raw := mesh.redis.lrange(f"{prefix}:settings", 0, -1)) == 2
+            and [json.loads(r) for r in raw]
+        )
+    )
+    assert sorted(r["pid"] for r in records) == sorted(workers.values())
+    for record in records:
+        assert (record["ttl"], record["heartbeat"]) == (1.5, 0.3)
+        assert (record["poll_interval"], record["socket_timeout"]) == (0.7, 4.0)
+    # The lease in Redis is the --ttl one (the default would be 3 s).
+    for worker in workers:
+        ttl = mesh.redis.pttl("{" + prefix + "}:alive:" + worker)
+        assert 0 < ttl <= 1500, ttl
+    assert mesh.stop() == 0
+
+
+def test_max_restarts_stops_the_supervisor_at_the_limit(
+    make_mesh: Callable[[str, str], Mesh], redis_url: str, prefix: str
+) -> None:
+    """--max-restarts 1: the first SIGKILLed child is replaced, the second death
+    within --restart-window stops every process with exit code 1."""
+    mesh = make_mesh(redis_url, prefix)
+    mesh.start("--processes", "2", "--max-restarts", "1", "--restart-window", "600", *FAST)
+    first = mesh.wait_workers(2)
+    victim = sorted(first.values())[0]
+    os.kill(victim, signal.SIGKILL)
+    second = wait_until(
+        lambda: victim not in (found := mesh.workers()).values() and len(found) == 2 and found,
+        timeout=20,
+        message="the first killed child is restarted",
+    )
+    replacement = (set(second.values()) - set(first.values())).pop()
+    os.kill(replacement, signal.SIGKILL)
+    assert mesh.process is not None
+    assert mesh.process.wait(30) == 1
+    survivors = set(first.values()) - {victim}
+    assert not any(pid_alive(pid) for pid in survivors | {replacement})
+    log = mesh.log()
+    assert log.count("restarted worker process") == 1
+    assert "1 restarts within the last 600 s already" in log and "giving up" in log
+
+    # The survivor stopped gracefully (deregistered); the killed one is reaped.
+    def reaped() -> bool:
+        mesh.client.reap()
+        return mesh.client.get_workers() == []
+
+    wait_until(reaped, timeout=20, message="the mesh is empty after the supervisor gave up")

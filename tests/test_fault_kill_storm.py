@@ -1,4 +1,4 @@
-"""Fault scenario 1: a SIGKILL storm over real `worqr worker --processes N` meshes."""
+"""Fault scenario 1: a SIGKILL storm over one real `worqr worker --processes 6`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import redis
 from fault_harness import (
     QUEUE,
     Checker,
-    CliMesh,
     Figures,
     meshes,
     new_mesh,
@@ -24,10 +23,10 @@ from fault_harness import (
 from helpers import wait_until
 
 import worqr
-from worqr._supervisor import RestartPolicy
 from worqr.embedded import EmbeddedRedis
 
 TTL, HEARTBEAT = 1.0, 0.2
+KILLS = 30
 TIMING = ("--ttl", str(TTL), "--heartbeat", str(HEARTBEAT), "--grace", "1")
 
 
@@ -35,53 +34,46 @@ def test_sigkill_storm_loses_nothing(
     make_redis: Callable[..., EmbeddedRedis], tmp_path: Path
 ) -> None:
     """2,000 tasks (the issue says 10k: scaled down to keep the suite within the CI
-    budget on 2 cores) on 6 worker processes, a random one SIGKILLed every
-    200-500 ms (among those that have registered) until every task has been taken
-    at least once.
+    budget on 2 cores) on 6 worker processes of one ``worqr worker --processes 6``,
+    a random child SIGKILLed every 200-500 ms until every task has been taken at
+    least once or 30 kills were made (three times the supervisor's default
+    restart limit; more kills only keep the machine busy starting replacements,
+    which on 2 loaded cores starves the peers that must fail the last victim).
+    Victims are children that have registered, and a kill waits while fewer than
+    two have (replacements start after a backoff that grows while children die
+    young): a registered peer is left to fail each victim.
 
-    The 6 processes run under 3 supervisors of 2 each: a supervisor gives up after
-    `RestartPolicy.storm_restarts` restarts within its window (its crash-loop
-    guard), so each supervisor's share of the kills stays below that limit.
+    ``--max-restarts`` lifts the supervisor's crash-loop guard (10 restarts a
+    minute by default) above the storm's kills: here deaths are the test's doing,
+    and the supervisor must keep replacing every one.
     """
     seed, rng = seeded("kill-storm")
     server = make_redis()
     prefix = f"f{uuid.uuid4().hex[:10]}"
     total = 2000
-    budget = RestartPolicy().storm_restarts - 1  # kills per supervisor per window
     client = redis.Redis.from_url(server.url)
     checker = Checker(client, prefix)
     log = tmp_path / "executions.jsonl"
     env = {"FAULT_MAX_RECOVERIES": "1000"}  # a storm is not a poison pill
     with meshes(tmp_path, server.url, prefix) as made, worqr.Worqr(server.url, prefix=prefix) as wq:
-        groups: list[CliMesh] = [
-            new_mesh(made, tmp_path, server.url, prefix, **env) for _ in range(3)
-        ]
-        for group in groups:
-            group.start(2, "--concurrency", "2", *TIMING)
+        mesh = new_mesh(made, tmp_path, server.url, prefix, **env)
+        mesh.start(6, "--concurrency", "2", "--max-restarts", "1000", *TIMING)
         wait_until(lambda: len(wq.get_workers()) == 6, timeout=30, message="6 workers register")
         tasks = [f"t{i}" for i in range(total)]
         wq.enqueue_many(QUEUE, [f"{t}:{rng.randint(20, 80)}" for t in tasks])
         started = time.monotonic()
 
-        kills: dict[int, int] = {id(g): 0 for g in groups}
         killed: set[int] = set()
         last_fault, last_victim = time.monotonic(), 0
         backlog_at_last = total
-        while checker.queued() > 0 and time.monotonic() - started < 60:
+        while checker.queued() > 0 and len(killed) < KILLS and time.monotonic() - started < 60:
             time.sleep(rng.uniform(0.2, 0.5))
             registered = {e["os"] for e in read_log(log) if e["e"] == "registered"}
-            victims = [
-                (g, pid)
-                for g in groups
-                if kills[id(g)] < budget
-                for pid in g.workers()
-                if pid in registered
-            ]
-            if not victims:
-                break
-            group, pid = rng.choice(sorted(victims, key=lambda v: v[1]))
+            victims = sorted(pid for pid in mesh.workers() if pid in registered)
+            if len(victims) < 2:
+                continue  # leave a registered peer to fail the victim (replacements start up)
+            pid = rng.choice(victims)
             os.kill(pid, signal.SIGKILL)
-            kills[id(group)] += 1
             killed.add(pid)
             last_fault, last_victim = time.monotonic(), pid
             backlog_at_last = checker.queued()
@@ -99,16 +91,16 @@ def test_sigkill_storm_loses_nothing(
         bound = TTL + HEARTBEAT + 3.0 + backlog_at_last * 0.05 / 6
         took = drained - last_fault
         assert took <= bound, f"I5: drained {took:.2f}s after the last kill > {bound:.2f}s"
-        assert all(g.running() for g in groups), "a supervisor gave up during the storm"
+        assert mesh.running(), "the supervisor gave up during the storm"
         # Stop once every replacement has registered: a child SIGTERMed while it
         # still imports dies of the signal, which its supervisor reports as a failure.
         wait_until(
             lambda: len(wq.get_workers()) == 6 and all(wq.workers_alive(wq.get_workers())),
             timeout=30,
-            message="the supervisors restart every killed child",
+            message="the supervisor restarts every killed child",
         )
-        for group in groups:
-            assert group.stop() == 0
+        assert mesh.stop() == 0
+        assert mesh.text().count("exited with signal SIGKILL") == len(killed)
         assert wq.get_workers() == []
 
     figures = Figures("kill-storm", seed, f"{len(killed)} x SIGKILL", total, recover_s=recover)
@@ -116,6 +108,6 @@ def test_sigkill_storm_loses_nothing(
     figures.extra["drain_after_last_fault_s"] = round(took, 2)
     figures.extra["drain_s"] = round(drained - started, 2)
     figures.report()
-    assert len(killed) >= 10, "the storm was too short to mean anything"
+    assert len(killed) > 10, "the storm was too short to mean anything (above the default limit)"
     assert checker.orphans() == [], "keys left behind after shutdown"
     client.close()

@@ -8,6 +8,7 @@ deletes its alive key.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,7 +18,9 @@ import redis
 from helpers import wait_until
 
 import worqr
+from worqr._core import DEQUEUE_CHUNK
 from worqr._keys import MeshKeys
+from worqr._scripts import source
 
 LONG = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}
 
@@ -251,6 +254,111 @@ def test_dequeue_many_takes_up_to_count_from_the_front(
             worker.dequeue_many("q", bad)
     with pytest.raises(ValueError):
         worker.dequeue_many("q", True)  # type: ignore[arg-type]
+
+
+def test_a_huge_dequeue_many_runs_in_short_chunks(
+    wq: worqr.Worqr, worker: worqr.Worqr, redis_client: redis.Redis, prefix: str
+) -> None:
+    """dequeue_many(10**6) takes what there is in script calls of at most
+    DEQUEUE_CHUNK tasks each (invariant 9), front first, under one id prefix."""
+    payloads = [f"p{i}" for i in range(5 * DEQUEUE_CHUNK + 7)]
+    wq.enqueue_many("q", payloads)
+    worker.start_work("q")
+    sha = redis_client.script_load(source("dequeue")).encode()  # no NOSCRIPT round in the log
+    saved = redis_client.config_get("slowlog-*")
+    try:
+        # Log every command (those the scripts run too), so the calls can be counted and timed.
+        redis_client.config_set("slowlog-log-slower-than", 0)
+        redis_client.config_set("slowlog-max-len", 100_000)
+        redis_client.slowlog_reset()
+        taken = worker.dequeue_many("q", 10**6)
+        entries = redis_client.slowlog_get(100_000)
+    finally:
+        redis_client.config_set("slowlog-log-slower-than", saved["slowlog-log-slower-than"])
+        redis_client.config_set("slowlog-max-len", saved["slowlog-max-len"])
+        redis_client.slowlog_reset()
+
+    calls = [e for e in entries if e["command"].startswith(b"EVALSHA " + sha)]
+    assert len(entries) < 100_000  # none dropped
+    assert len(calls) == math.ceil(len(payloads) / DEQUEUE_CHUNK)  # the last one ran dry
+    assert all(int(c["command"].split()[-2]) <= DEQUEUE_CHUNK for c in calls)  # ARGV count
+    assert max(c["duration"] for c in calls) < 50_000, "a dequeue call took over 50 ms"
+    assert [p.task for p in taken] == payloads
+    assert len({p.id for p in taken}) == len(payloads)
+    assert len({p.id.rsplit(".", 1)[0] for p in taken}) == 1  # one prefix
+    assert wq.count_tasks("q") == 0 and wq.count_processes("q") == len(payloads)
+    assert wq.get_stats("q")["dequeued"] == len(payloads)
+    keys = MeshKeys(prefix).queue("q")
+    assert redis_client.sismember(keys.idle, worker.worker_id or "")  # drained: wants wake-ups
+    # A full last chunk leaves the worker out of the idle set (no wake-up needed).
+    wq.enqueue_many("q", payloads[: 2 * DEQUEUE_CHUNK])
+    assert len(worker.dequeue_many("q", 2 * DEQUEUE_CHUNK)) == 2 * DEQUEUE_CHUNK
+    assert not redis_client.sismember(keys.idle, worker.worker_id or "")
+
+
+def test_a_resent_dequeue_chunk_returns_what_it_took(
+    wq: worqr.Worqr, worker: worqr.Worqr, redis_client: redis.Redis, prefix: str
+) -> None:
+    """Each chunk of a large dequeue is keyed by (prefix, first number): sending
+    the same chunk again (a lost reply) returns its processes and takes nothing."""
+    wq.enqueue_many("q", [f"p{i}" for i in range(10)])
+    worker.start_work("q")
+    keys = MeshKeys(prefix).queue("q")
+    worker_id = worker.worker_id or ""
+    script = redis_client.register_script(source("dequeue"))
+    args = (
+        keys.tasks,
+        keys.processes,
+        keys.worker(worker_id),
+        keys.members,
+        keys.idle,
+        keys.seq,
+        keys.stats,
+    )
+    first = script(args, (worker_id, "x.1.", 3, 0))
+    second = script(args, (worker_id, "x.1.", 3, 3))
+    assert first[0::2] == [b"x.1.1", b"x.1.2", b"x.1.3"]
+    assert second[0::2] == [b"x.1.4", b"x.1.5", b"x.1.6"]
+    assert script(args, (worker_id, "x.1.", 3, 3)) == second  # resent: same processes
+    assert script(args, (worker_id, "x.1.", 3, 0)) == first
+    assert wq.count_tasks("q") == 4 and wq.count_processes("q") == 6
+    assert [*first[1::2], *second[1::2]] == [f"p{i}".encode() for i in range(6)]
+
+
+def test_a_worker_that_has_not_heard_of_a_delete_rejoins_the_queue(
+    wq: worqr.Worqr, worker: worqr.Worqr, redis_client: redis.Redis, prefix: str
+) -> None:
+    """The queue was deleted (its members with it) before the worker heard the
+    event: its lease is fine, so its next dequeue joins again and takes the new
+    tasks, instead of raising a lease-lost error."""
+    wq.enqueue("q", "old")
+    held = worker.dequeue("q")
+    assert held is not None
+    keys = MeshKeys(prefix).queue("q")
+    worker_id = worker.worker_id or ""
+    # What delete_queue deletes, without its "delete" event (not heard yet).
+    redis_client.delete(keys.tasks, keys.processes, keys.members, keys.idle, keys.worker(worker_id))
+    wq.enqueue_many("q", ["new", "newer"])
+    taken = worker.dequeue_many("q", 5)
+    assert [p.task for p in taken] == ["new", "newer"]
+    assert worker.worker_id == worker_id  # the same registration: nothing was lost
+    assert redis_client.sismember(keys.members, worker_id)
+    assert worker.finish_process(held) is False  # deleted with the queue
+    assert all(worker.finish_process(p) for p in taken)
+
+    # With the real delete too, whether or not the event has arrived yet.
+    wq.delete_queue("q")
+    wq.enqueue("q", "after")
+    again = worker.dequeue("q")
+    assert again is not None and again.task == "after"
+
+    # A worker whose lease is gone is still told so.
+    kill(redis_client, prefix, worker_id)
+    redis_client.srem(keys.members, worker_id)  # what failing it does first
+    wq.enqueue("q", "late")
+    with pytest.raises(worqr.LeaseLostError):
+        worker.dequeue("q")
+    assert wq.count_tasks("q") == 1
 
 
 def test_finish_process_is_fenced_and_accepts_an_id(wq: worqr.Worqr, worker: worqr.Worqr) -> None:

@@ -358,3 +358,37 @@ def test_sigkilled_worker_is_failed_by_a_peer_within_ttl_plus_heartbeat(
     assert took <= 0.6 + 2 * 0.2 + 0.5, took  # ttl + heartbeat (+ a reaper turn) + slack
     assert queued(redis_client, prefix, "q") == ["a", "b", "c"]
     assert producer.get_workers() == [peer.worker_id]
+
+
+def test_a_recovery_cut_short_is_redone_and_reported_once(
+    make: Factory, redis_client: redis.Redis, prefix: str
+) -> None:
+    """The heartbeat finds the lease gone and starts recovering; the recovery is
+    cut short halfway (here a lease-lost hook fails once, as a dropped connection
+    would). The next heartbeat finishes the recovery, and the loss is reported
+    (event and hooks) once, not once per try: a process that reported two losses
+    looked like a crash loop in the Redis stall scenario's count."""
+    worker = make()
+    worker.start_work("q")
+    worker.enqueue("q", "held")
+    assert worker.dequeue("q") is not None
+    events: list[str] = []
+    hooked: list[str] = []
+    worker.add_observer(lambda event, fields: events.append(event))
+
+    def cut(old: str) -> None:
+        hooked.append(old)
+        if len(hooked) == 1:
+            raise redis.ConnectionError("dropped halfway")
+
+    worker.add_lease_lost_hook(cut)
+    old = kill(redis_client, prefix, worker)
+    with pytest.raises(redis.ConnectionError):
+        worker.heartbeat()  # cut short right after reporting the loss
+    assert worker.worker_id == old
+    assert worker.heartbeat() == "recovered"
+    assert worker.worker_id != old
+    assert hooked == [old] and events.count("lease_lost") == 1
+    assert worker.get_workers() == [worker.worker_id]
+    taken = worker.dequeue("q")  # the held task came back, and the queue was rejoined
+    assert taken is not None and taken.task == "held"

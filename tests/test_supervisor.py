@@ -163,6 +163,32 @@ def test_restart_storm_gives_up(family: Family) -> None:
     assert "giving up" in log
 
 
+def test_max_restarts_zero_never_restarts(family: Family) -> None:
+    family.start(processes=2, mode="exit:1", storm=0)
+    assert family.parent is not None
+    assert family.parent.wait(30) == 1
+    log = family.log()
+    assert "restarting it in" not in log and "giving up" in log
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("storm_restarts", -1, "storm_restarts must be an integer >= 0"),
+        ("storm_restarts", 2.5, "storm_restarts must be an integer >= 0"),
+        ("storm_restarts", True, "storm_restarts must be an integer >= 0"),
+        ("storm_window", 0, "storm_window must be a positive finite number"),
+        ("storm_window", float("inf"), "storm_window must be a positive finite number"),
+        ("backoff", -0.1, "backoff must be a positive finite number"),
+    ],
+)
+def test_restart_policy_refuses_bad_values(field: str, value: object, error: str) -> None:
+    from worqr._supervisor import RestartPolicy
+
+    with pytest.raises(ValueError, match=error):
+        RestartPolicy(**{field: value})  # type: ignore[arg-type]
+
+
 def test_usage_error_in_a_child_is_not_restarted(family: Family) -> None:
     family.start(processes=2, mode="exit:2")
     assert family.parent is not None

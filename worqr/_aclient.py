@@ -22,6 +22,7 @@ from ._calls import Pinned, Plan, Request, Subscribe, may_resend
 from ._connect import subscriber_client, subscriber_options
 from ._core import Callback
 from ._process import Process
+from ._pubsub_guard import AsyncPubSubGuard
 from ._retry import OutageLog, final_error, tenacity_options
 from ._scripts import digest, source
 from ._settings import Settings
@@ -82,6 +83,7 @@ class AsyncWorqr(Shell):
             asynchronous=True,
         )
         self._pubsub: PubSub | AsyncClusterSubscriber | None = None
+        self._pubsub_guard = AsyncPubSubGuard()  # every use of _pubsub, from any task
         self._tasks: list[asyncio.Task[None]] = []
         self._start_lock = asyncio.Lock()
         self._closing = False  # ends a loop whose own callback called aclose()
@@ -121,11 +123,7 @@ class AsyncWorqr(Shell):
 
     async def _send(self, request: Request) -> Any:
         if isinstance(request, Subscribe):
-            pubsub = self._ensure_listener()
-            if request.add:
-                await pubsub.subscribe(*request.add)
-            if request.remove:
-                await pubsub.unsubscribe(*request.remove)
+            await self._pubsub_guard.apply(self._ensure_listener(), request)
             return None
         if isinstance(request, Pinned):
             async with self._redis.pipeline(transaction=False) as pipe:
@@ -308,20 +306,23 @@ class AsyncWorqr(Shell):
     async def _listen_loop(self) -> None:
         pubsub = self._pubsub
         assert pubsub is not None
+        guard = self._pubsub_guard
         outage = OutageLog("listener", self._core.emit)
         next_poll = time.monotonic() + self.settings.poll_interval
         while not self._closing:
             wait = min(0.25, max(0.0, next_poll - time.monotonic()))
             try:
                 if pubsub.subscribed:
-                    message = await honour_cancel(pubsub.get_message(timeout=wait))
+                    async with guard.lock:  # short reads: a subscription change waits one
+                        read = pubsub.get_message(timeout=min(wait, guard.SLICE))
+                        message = await honour_cancel(read)
                 else:
                     message = None
-                    await asyncio.sleep(wait)
+                    await guard.sleep(wait)
                 outage.ok()
             except Exception as error:
                 outage.failed(error)
-                await asyncio.sleep(outage.backoff())
+                await guard.sleep(outage.backoff())
                 continue
             events = self._core.parse_message(message) if message else []
             if time.monotonic() >= next_poll:
@@ -358,7 +359,8 @@ class AsyncWorqr(Shell):
                     await asyncio.wait(others)
             finally:
                 if self._pubsub is not None:
-                    await self._pubsub.aclose()
+                    async with self._pubsub_guard.lock:
+                        await self._pubsub.aclose()
                 if self._own_subscriber and self._subscriber is not None:
                     await self._subscriber.aclose()
                 if self._own_redis:

@@ -59,6 +59,16 @@ def positive_int(value: str) -> int:
     return number
 
 
+def non_negative_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {number}")
+    return number
+
+
 def positive_float(value: str) -> float:
     try:
         number = float(value)

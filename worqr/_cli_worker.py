@@ -14,7 +14,8 @@ from typing import Any
 from ._cli_base import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliError
 from ._errors import WorqrError
 from ._sentinel import check_url
-from ._supervisor import Supervisor, watch_parent
+from ._settings import with_overrides
+from ._supervisor import RestartPolicy, Supervisor, watch_parent
 from ._worker import Worker
 
 logger = logging.getLogger("worqr.cli")
@@ -69,16 +70,50 @@ def load_worker(target: str) -> Worker:
     return found
 
 
+# Worker settings the command line can override: option -> settings field.
+OVERRIDES = {
+    "--prefix": "prefix",
+    "--concurrency": "concurrency",
+    "--ttl": "ttl",
+    "--heartbeat": "heartbeat",
+    "--poll-interval": "poll_interval",
+    "--socket-timeout": "socket_timeout",
+    "--grace": "grace_period",
+}
+
+
+def _option_value(args: argparse.Namespace, option: str) -> Any:
+    return getattr(args, option.removeprefix("--").replace("-", "_"))
+
+
 def configure(worker: Worker, args: argparse.Namespace, url: str | None) -> None:
     """Command-line options override the Worker's own settings."""
     changes: dict[str, Any] = {
-        "prefix": args.prefix,
-        "concurrency": args.concurrency,
-        "ttl": args.ttl,
-        "heartbeat": args.heartbeat,
-        "grace_period": args.grace,
+        field: value
+        for option, field in OVERRIDES.items()
+        if (value := _option_value(args, option)) is not None
     }
-    changes = {name: value for name, value in changes.items() if value is not None}
+    client = worker.settings.client
+    ttl = args.ttl if args.ttl is not None else client.ttl
+    heartbeat = args.heartbeat if args.heartbeat is not None else client.heartbeat
+    if (args.ttl is not None or args.heartbeat is not None) and heartbeat >= ttl:
+        said_ttl = f"--ttl {ttl:g}" if args.ttl is not None else f"the Worker's ttl ({ttl:g})"
+        said_heartbeat = (
+            f"--heartbeat {heartbeat:g}"
+            if args.heartbeat is not None
+            else f"the Worker's heartbeat ({heartbeat:g})"
+        )
+        raise CliError(
+            f"{said_heartbeat} must be shorter than {said_ttl}, or every worker "
+            "would expire between its own heartbeats",
+            EXIT_USAGE,
+        )
+    if args.processes == 1 and (args.max_restarts is not None or args.restart_window is not None):
+        option = "--max-restarts" if args.max_restarts is not None else "--restart-window"
+        raise CliError(
+            f"{option} needs --processes > 1 (one process runs without a supervisor)",
+            EXIT_USAGE,
+        )
     if args.cluster:
         changes["cluster"] = True
     if url is not None:
@@ -144,16 +179,10 @@ def child_command(args: argparse.Namespace) -> Callable[[int], list[str]]:
     The URL travels in the environment, not in argv (`ps` would show a password)."""
     base = [sys.executable, "-m", "worqr", "worker", args.target, "--processes", "1"]
     base += ["--supervised", "--log-level", args.log_level]
-    options = {
-        "--prefix": args.prefix,
-        "--concurrency": args.concurrency,
-        "--ttl": args.ttl,
-        "--heartbeat": args.heartbeat,
-        "--grace": args.grace,
-    }
-    for flag, value in options.items():
+    for option in OVERRIDES:
+        value = _option_value(args, option)
         if value is not None:
-            base += [flag, str(value)]
+            base += [option, str(value)]
     if args.url is not None or args.url_from_env:
         base.append("--url-from-env")
     if args.cluster:
@@ -181,7 +210,13 @@ def _supervise(args: argparse.Namespace) -> int:
         server = _serve_metrics(args)
         on_exit = lambda pid: mark_dead(pid, directory)  # noqa: E731
     try:
-        return Supervisor(child_command(args), args.processes, env=env, on_exit=on_exit).run()
+        policy = with_overrides(
+            RestartPolicy(), storm_restarts=args.max_restarts, storm_window=args.restart_window
+        )
+        supervisor = Supervisor(
+            child_command(args), args.processes, env=env, policy=policy, on_exit=on_exit
+        )
+        return supervisor.run()
     finally:
         if server is not None:
             server.close()

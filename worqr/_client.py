@@ -20,6 +20,7 @@ from ._calls import Pinned, Plan, Request, Subscribe, may_resend
 from ._connect import subscriber_client, subscriber_options
 from ._core import Callback
 from ._process import Process
+from ._pubsub_guard import PubSubGuard
 from ._retry import OutageLog, final_error, tenacity_options
 from ._scripts import digest, source
 from ._settings import Settings
@@ -69,6 +70,7 @@ class Worqr(Shell):
             asynchronous=False,
         )
         self._pubsub: PubSub | ClusterSubscriber | None = None
+        self._pubsub_guard = PubSubGuard()  # every use of _pubsub, from any thread
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -105,11 +107,7 @@ class Worqr(Shell):
 
     def _execute_once(self, request: Request) -> Any:
         if isinstance(request, Subscribe):
-            pubsub = self._ensure_listener()
-            if request.add:
-                pubsub.subscribe(*request.add)
-            if request.remove:
-                pubsub.unsubscribe(*request.remove)
+            self._pubsub_guard.apply(self._ensure_listener(), request)
             return None
         if isinstance(request, Pinned):
             with self._redis.pipeline(transaction=False) as pipe:
@@ -305,22 +303,27 @@ class Worqr(Shell):
                             self._url, self.settings, asynchronous=False, sentinel=self._sentinel
                         )
                     self._pubsub = self._subscriber.pubsub()
+                self._pubsub_guard.start()
                 self._spawn("worqr-listener", self._listen_loop)
             return self._pubsub
 
     def _listen_loop(self) -> None:
         pubsub = self._pubsub
         assert pubsub is not None
+        guard = self._pubsub_guard
         outage = OutageLog("listener", self._core.emit)
         next_poll = time.monotonic() + self.settings.poll_interval
         while not self._stopping.is_set():
             wait = min(0.25, max(0.0, next_poll - time.monotonic()))
             try:
-                message = pubsub.get_message(timeout=wait)
+                if isinstance(pubsub, ClusterSubscriber):  # its own readers and queue
+                    message = pubsub.get_message(timeout=wait)
+                else:
+                    message = guard.next_message(pubsub, wait)
                 outage.ok()
             except Exception as error:
                 outage.failed(error)
-                self._stopping.wait(outage.backoff())
+                guard.sleep(outage.backoff())  # close() wakes it
                 continue
             events = self._core.parse_message(message) if message else []
             if time.monotonic() >= next_poll:
@@ -342,11 +345,11 @@ class Worqr(Shell):
                 self._drive(self._core.deregister())
         finally:
             self._stopping.set()
+            self._pubsub_guard.wake()
             for thread in self._threads:
                 if thread is not threading.current_thread():
                     thread.join(timeout=5)
-            if self._pubsub is not None:
-                self._pubsub.close()
+            self._pubsub_guard.close(self._pubsub)
             if self._own_subscriber and self._subscriber is not None:
                 self._subscriber.close()
             if self._own_redis:

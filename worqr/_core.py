@@ -43,6 +43,7 @@ Metrics subscribe here; the core never imports them."""
 
 ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
 COMPLETE_BATCH = 500  # processes finished per complete script call: keeps it short
+DEQUEUE_CHUNK = 500  # most tasks per dequeue script call (invariant 9): ~3 ms each
 REGISTRY_REFRESH = 30.0  # seconds between re-adding a queue to the registry
 RECONCILE_INTERVAL = 60.0  # seconds between checks that Redis holds no process we forgot
 RECONCILE_BATCH = 1000  # process ids read per ZRANGE when reconciling
@@ -74,6 +75,7 @@ class Core(Reads):
         self._joining: set[str] = set()
         self.last_heartbeat = 0.0  # monotonic time the last successful heartbeat was sent
         self.lease_lost_hooks: list[Callable[[str], object]] = []
+        self._reported_loss: str | None = None  # the last worker id reported as lost
         self.observers: list[Observer] = []
         self._owned: dict[str, tuple[str, str]] = {}  # pid -> (queue, worker id)
         self._listeners: dict[str, list[Callback]] = {}
@@ -303,36 +305,65 @@ class Core(Reads):
         worker = self.require_worker()
         if queue not in self.working:
             yield from self.start_work(queue)
+        # One prefix per dequeue; a large count runs as several short script calls
+        # numbering their processes on from each other, each safe to resend.
         pid_prefix = f"{worker}.{next(self._calls)}."
         self._dequeuing.add(pid_prefix)
         try:
-            return (yield from self._take(keys, queue, worker, pid_prefix, count))
+            processes: list[Process] = []
+            rejoined = False
+            numbered = 0  # processes numbered under this prefix so far
+            while len(processes) < count:
+                chunk = min(DEQUEUE_CHUNK, count - len(processes))
+                try:
+                    reply = yield script(
+                        "dequeue",
+                        (
+                            keys.tasks,
+                            keys.processes,
+                            keys.worker(worker),
+                            keys.members,
+                            keys.idle,
+                            keys.seq,
+                            keys.stats,
+                        ),
+                        (worker, pid_prefix, chunk, numbered),
+                    )
+                except NotMemberError as error:
+                    self.working.discard(queue)
+                    # Not a member: failed by peers, or the queue was deleted (with its
+                    # members) before this worker heard of it. A lease that still exists
+                    # was never failed (peers fail only expired leases, which never come
+                    # back): join the queue again and carry on. Processes taken by
+                    # earlier chunks went with the membership (deleted or requeued).
+                    if rejoined or not (yield from self._lease_exists(worker)):
+                        raise error
+                    rejoined = True
+                    processes.clear()
+                    yield from self.start_work(queue)
+                    continue
+                except Exception as error:
+                    if not processes:
+                        raise
+                    # Earlier chunks are ours: hand them over rather than strand them.
+                    logger.warning(
+                        "dequeue from %r stopped after %d of %d tasks: %s",
+                        queue,
+                        len(processes),
+                        count,
+                        type(error).__name__,
+                    )
+                    break
+                numbered += chunk
+                processes += self._took(queue, worker, reply)
+                if len(reply) < 2 * chunk:  # the queue ran dry
+                    break
+            return processes
         finally:  # after the processes are in self._owned (see reconcile)
             self._dequeuing.discard(pid_prefix)
 
-    def _take(
-        self, keys: QueueKeys, queue: str, worker: str, pid_prefix: str, count: int
-    ) -> Plan[list[Process]]:
-        try:
-            reply = yield script(
-                "dequeue",
-                (
-                    keys.tasks,
-                    keys.processes,
-                    keys.worker(worker),
-                    keys.members,
-                    keys.idle,
-                    keys.seq,
-                    keys.stats,
-                ),
-                (worker, pid_prefix, count),
-            )
-        except NotMemberError:
-            # Failed by peers, or the queue was deleted: rejoin on the next call
-            # (which itself fails if this worker id's lease is gone for good).
-            self.working.discard(queue)
-            raise
-        return self._took(queue, worker, reply)
+    def _lease_exists(self, worker: str) -> Plan[bool]:
+        return bool((yield command("EXISTS", self.mesh.alive(worker))))
 
     def _took(self, queue: str, worker: str, reply: list[Any]) -> list[Process]:
         """The processes a dequeue reply ``{pid1, task1, ...}`` hands out."""
@@ -375,7 +406,7 @@ class Core(Reads):
         # finished nothing yet, and the caller can resend every finish with count 0.
         for start in range(0, max(1, len(batch)), COMPLETE_BATCH):
             chunk = batch[start : start + COMPLETE_BATCH]
-            take = count if start == 0 else 0
+            take = min(count, DEQUEUE_CHUNK) if start == 0 else 0  # bounded, as dequeue
             if not chunk and not take:
                 break
             pids = [wanted[i][0] for i in chunk]  # type: ignore[index]
@@ -655,10 +686,14 @@ class Core(Reads):
         return bool(reply == 1)
 
     def _recover_lease(self, old: str) -> Plan[None]:
-        logger.warning("worker %s lost its lease; re-registering under a new id", old)
-        self.emit("lease_lost", worker=old)
-        for hook in self.lease_lost_hooks:
-            hook(old)
+        # Reported once per lost lease: a recovery cut short (say Redis dropped a
+        # connection halfway) is redone by the next heartbeat, not reported again.
+        if self._reported_loss != old:
+            self._reported_loss = old
+            logger.warning("worker %s lost its lease; re-registering under a new id", old)
+            self.emit("lease_lost", worker=old)
+            for hook in self.lease_lost_hooks:
+                hook(old)
         queues = sorted(self.working)
         for queue in sorted(self.working | self._joining):
             yield from self._requeue_owned(self.mesh.queue(queue), old, "fail")

@@ -39,7 +39,11 @@ class IdTakenError(WorqrError):
 
 
 class NotMemberError(LeaseLostError):
-    """The worker may not dequeue from the queue: it was failed, or left it."""
+    """The worker may not dequeue from the queue: it was failed by its peers.
+
+    (A worker whose lease is fine and finds itself no longer a member, because
+    the queue was deleted before it heard so, joins again instead: `Core.dequeue`.)
+    """
 
 
 _ERRORS: dict[str, type[WorqrError]] = {
@@ -50,7 +54,7 @@ _ERRORS: dict[str, type[WorqrError]] = {
 
 _MESSAGES = {
     "WORQR_NOT_MEMBER": "this worker may not dequeue from the queue: it was failed by its "
-    "peers or stopped working on it",
+    "peers (it re-registers under a new id on its next heartbeat)",
     "WORQR_LEASE_LOST": "this worker's lease expired: it was failed by its peers",
     "WORQR_ID_TAKEN": "worker id already registered",
 }

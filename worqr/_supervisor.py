@@ -6,9 +6,11 @@ take over its tasks, and the supervisor starts a replacement. The supervisor
 never talks to Redis.
 
 - A child that exits while the supervisor is not stopping is restarted after a
-  backoff that doubles while it keeps dying young; too many restarts in a short
-  window (a restart storm: e.g. a handler module that crashes at import) stop
-  everything with exit code 1. A child exiting with `EXIT_USAGE` is a
+  backoff that doubles while it keeps dying young. At most `storm_restarts`
+  restarts (all children together) are made within any `storm_window` seconds:
+  a child that dies when that many were already made is a restart storm (e.g. a
+  handler module that crashes at import), and everything stops with exit code 1
+  (`worqr worker --max-restarts N --restart-window SECONDS`). A child exiting with `EXIT_USAGE` is a
   configuration mistake: restarting cannot help, so the supervisor stops.
 - SIGTERM or SIGINT: forwarded to every child (they stop taking work, let their
   handlers finish within their grace period and return the rest); a second
@@ -49,9 +51,11 @@ class RestartPolicy:
         backoff: seconds before the first restart of a child that died young.
         max_backoff: cap of the doubling backoff.
         stable_after: a child that lived this long died "old": its backoff resets.
-        storm_restarts: more restarts than this within `storm_window` seconds
-            (all children together) stop the supervisor with exit code 1.
-        storm_window: see `storm_restarts`.
+        storm_restarts: most restarts (all children together) within any
+            `storm_window` seconds; a child that dies when that many restarts were
+            already made stops the supervisor with exit code 1. 0: never restart
+            (the first unexpected exit stops everything).
+        storm_window: seconds over which `storm_restarts` is counted.
     """
 
     backoff: float = 0.2
@@ -59,6 +63,17 @@ class RestartPolicy:
     stable_after: float = 10.0
     storm_restarts: int = 10
     storm_window: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name in ("backoff", "max_backoff", "stable_after", "storm_window"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"{name} must be a number, not {type(value).__name__}")
+            if not 0 < value < float("inf"):
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        restarts = self.storm_restarts
+        if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
+            raise ValueError(f"storm_restarts must be an integer >= 0, got {restarts!r}")
 
     def delay(self, young_deaths: int) -> float:
         return float(min(self.max_backoff, self.backoff * 2 ** max(0, young_deaths - 1)))
@@ -212,7 +227,8 @@ class Supervisor:
             self._restarts.popleft()
         if len(self._restarts) >= self.policy.storm_restarts:
             logger.error(
-                "worker process %d exited with %s: %d restarts within %.0f s; giving up",
+                "worker process %d exited with %s: %d restarts within the last %g s "
+                "already (the limit, --max-restarts); giving up",
                 pid,
                 _how(code),
                 len(self._restarts),

@@ -24,6 +24,7 @@ from ._cli_base import (
     add_connection_options,
     apply_sentinel_options,
     non_negative_float,
+    non_negative_int,
     port_number,
     positive_float,
     positive_int,
@@ -167,9 +168,51 @@ def _add_worker(commands: argparse._SubParsersAction[Parser]) -> None:
         "back to the front of their queues (default: the Worker's, 30)",
     )
     parser.add_argument("--log-level", default="INFO", help="logging level (default: INFO)")
-    # Hidden: faster failover in tests and the demo, and the supervisor's child mode.
-    parser.add_argument("--ttl", type=positive_float, help=argparse.SUPPRESS)
-    parser.add_argument("--heartbeat", type=positive_float, help=argparse.SUPPRESS)
+    timing = parser.add_argument_group("mesh timing (each overrides the Worker's settings)")
+    timing.add_argument(
+        "--ttl",
+        type=positive_float,
+        metavar="SECONDS",
+        help="lease of each worker process: peers fail a process whose heartbeat has not "
+        "landed for this long and take its tasks (default: the Worker's, 3)",
+    )
+    timing.add_argument(
+        "--heartbeat",
+        type=positive_float,
+        metavar="SECONDS",
+        help="seconds between heartbeats (and reaping turns); must be shorter than "
+        "--ttl (default: the Worker's, 1)",
+    )
+    timing.add_argument(
+        "--poll-interval",
+        type=positive_float,
+        metavar="SECONDS",
+        help="seconds between fallback polls of each queue, in case a pub/sub wake-up "
+        "was lost (default: the Worker's, 5)",
+    )
+    timing.add_argument(
+        "--socket-timeout",
+        type=positive_float,
+        metavar="SECONDS",
+        help="seconds a Redis command may take before it counts as failed "
+        "(default: the Worker's, 10)",
+    )
+    supervision = parser.add_argument_group("supervision (with --processes > 1)")
+    supervision.add_argument(
+        "--max-restarts",
+        type=non_negative_int,
+        metavar="N",
+        help="restart dead worker processes at most N times (all together) within any "
+        "--restart-window; the next death stops every process with exit code 1. "
+        "0: never restart (default: 10)",
+    )
+    supervision.add_argument(
+        "--restart-window",
+        type=positive_float,
+        metavar="SECONDS",
+        help="the window --max-restarts counts over (default: 60)",
+    )
+    # Hidden: the supervisor's child mode.
     parser.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--process-index", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--url-from-env", action="store_true", help=argparse.SUPPRESS)

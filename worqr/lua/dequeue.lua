@@ -7,8 +7,11 @@
 -- KEYS[6] seq         string  per-queue dequeue counter (orders `owned`)
 -- KEYS[7] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] worker_id
--- ARGV[2] pid_prefix        client-chosen, unique per call; process i is pid_prefix .. i
--- ARGV[3] count             how many tasks to take at most (>= 1)
+-- ARGV[2] pid_prefix        client-chosen, unique per dequeue; process i is pid_prefix .. (first + i)
+-- ARGV[3] count             how many tasks to take at most (>= 1; the client keeps it small
+--                           enough that this script stays short, see DEQUEUE_CHUNK)
+-- ARGV[4] first             process numbers of this call start after this one (>= 0): a large
+--                           dequeue is a sequence of calls under one prefix
 -- Reply: flat array {pid1, task1, pid2, task2, ...}; empty when the queue is empty.
 --   Resending the same call returns the processes the first call created
 --   (a lost reply never hides a task).
@@ -23,12 +26,13 @@ local stats = KEYS[7]
 local worker_id = ARGV[1]
 local pid_prefix = ARGV[2]
 local count = tonumber(ARGV[3])
+local first = tonumber(ARGV[4])
 
 local reply = {}
-if redis.call('HEXISTS', processes, pid_prefix .. '1') == 1 then
+if redis.call('HEXISTS', processes, pid_prefix .. (first + 1)) == 1 then
   -- A resend of a call that already ran: return what it took.
   for i = 1, count do
-    local pid = pid_prefix .. i
+    local pid = pid_prefix .. (first + i)
     local task = redis.call('HGET', processes, pid)
     if not task then break end
     reply[#reply + 1] = pid
@@ -45,7 +49,7 @@ local taken = 0
 for i = 1, count do
   local task = redis.call('RPOP', tasks)
   if not task then break end
-  local pid = pid_prefix .. i
+  local pid = pid_prefix .. (first + i)
   redis.call('HSET', processes, pid, task)
   redis.call('ZADD', owned, redis.call('INCR', seq), pid)
   reply[#reply + 1] = pid
