@@ -138,9 +138,12 @@ def test_master_killed_mid_run_every_durable_enqueue_runs(
         # The old master comes back empty; the sentinels turn it into a replica of
         # the new one, so WAIT can be satisfied again.
         group.server_on(old).start()
+        # Sentinel turns a returning master into a replica only after it has
+        # reported the wrong role for 4 publish periods (8 s), read on its INFO
+        # period (up to 10 s): under load that can take most of 30 s.
         wait_until(
             lambda: group.replication(old).get("master_link_status") == "up",
-            timeout=30,
+            timeout=60,
             message="old master rejoined as a replica",
         )
         after = len(producer.durable)
