@@ -235,3 +235,14 @@ def test_unreachable_sentinels_fail_clearly(prefix: str) -> None:
         with pytest.raises(worqr.RedisUnavailableError) as caught:
             wq.enqueue("q", "x")
         assert "No master found" in str(caught.value) and SECRET not in str(caught.value)
+
+
+def test_sentinel_and_cluster_together_are_refused_before_connecting() -> None:
+    """A cluster fails over by itself; asking for both is a mistake, refused at
+    construction, before any connection is made (the sentinel does not exist)."""
+    nowhere = [("127.0.0.1", free_port())]
+    for kind in (worqr.Worqr, worqr.AsyncWorqr):
+        with pytest.raises(ValueError, match="Sentinel and cluster=True"):
+            kind(sentinels=nowhere, service_name="mymaster", cluster=True)
+        with pytest.raises(ValueError, match="Sentinel and cluster=True"):
+            kind(f"redis+sentinel://127.0.0.1:{nowhere[0][1]}/mymaster", cluster=True)
