@@ -12,6 +12,7 @@ import redis
 from core_helpers import Clients, CountingRedis, kill, queue_keys, sha
 
 import worqr
+from worqr._core import DEQUEUE_CHUNK
 from worqr._scripts import source
 
 Q = "jobs"
@@ -150,3 +151,14 @@ def test_async_complete_matches_sync(redis_url: str, prefix: str) -> None:
             assert await client.complete(Q, [*held, *taken], 0) == ([False, False, True], [])
 
     asyncio.run(scenario())
+
+
+def test_complete_takes_at_most_one_dequeue_chunk_per_call(clients: Clients) -> None:
+    """Like dequeue_many, complete never runs one unbounded script: a count over
+    DEQUEUE_CHUNK takes one chunk and leaves the rest queued, in order."""
+    chunk = DEQUEUE_CHUNK
+    clients.make().enqueue_many(Q, [f"t{i}" for i in range(chunk + 100)])
+    worker = clients.worker(Q)
+    flags, taken = worker.complete(Q, [], chunk + 50)
+    assert flags == [] and [p.task for p in taken] == [f"t{i}" for i in range(chunk)]
+    assert worker.count_tasks(Q) == 100

@@ -332,13 +332,18 @@ def test_aclose_cancels_and_awaits_its_background_tasks(redis_url: str, prefix: 
         settings = worqr.Settings(prefix=prefix, ttl=1.0, heartbeat=0.05, poll_interval=0.1)
         wq = worqr.AsyncWorqr(redis_url, settings=settings)
         await wq.start_worker()
-        await wq.on("q", lambda event, message: None)
+        hints: list[Any] = []
+        await wq.on("q", lambda event, message: hints.append(message) if message == 0 else None)
         await wq.start_work("q")
         await wq.enqueue("q", "task")
         assert await wq.dequeue("q") is not None
         mine = asyncio.all_tasks() - before
         assert {task.get_name() for task in mine} == {"worqr-heartbeat", "worqr-listener"}
-        await asyncio.sleep(0.2)  # let both loops run a few rounds first
+        # Both loops are mid-run, not just started: the listener has delivered
+        # fallback-poll hints, and heartbeats (every 0.05 s) have landed since.
+        beat = wq._core.last_heartbeat
+        await async_wait_until(lambda: len(hints) >= 3, message="no poll hints")
+        await async_wait_until(lambda: wq._core.last_heartbeat > beat, message="no heartbeat")
 
         await wq.aclose()
         assert all(task.done() for task in mine)
