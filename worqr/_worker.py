@@ -263,9 +263,11 @@ class Worker(Lifecycle):
         try:
             while not self._stopping:
                 await wanted.wait()
-                # One loop turn first: handlers that ended together (their results
-                # arrive in one batch) then share this call instead of one each.
-                await asyncio.sleep(0)
+                if self._batch.pending(queue):
+                    # One loop turn first: handlers that ended together then share
+                    # this call instead of one each. A pub/sub wake-up of an idle
+                    # worker has nothing to wait for: it dequeues at once.
+                    await asyncio.sleep(0)
                 wanted.clear()
                 await self._fill(client, queue, outage)
         finally:
