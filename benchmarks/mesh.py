@@ -14,12 +14,14 @@ from typing import Any
 import redis
 
 import worqr
+from worqr._keys import MeshKeys
 from worqr.embedded import find_redis_server
 
 from .harness import Probe, median
 
 Metrics = dict[str, Any]
 
+PUBLISHES = ("publish", "spublish")
 _RATE = re.compile(r"^(.+?): ([\d.]+) requests per second", re.MULTILINE)
 
 
@@ -161,6 +163,34 @@ def _heartbeat_load(probe: Probe, members: int, window: float) -> Metrics:
     }
 
 
+def _wakeups(probe: Probe, idle_workers: int) -> Metrics:
+    """Wake-ups sent per enqueued task while ``idle_workers`` members of the queue
+    wait for work: one each however many wait (no thundering herd). Counts the
+    PUBLISH/SPUBLISH calls the enqueue script makes (INFO commandstats)."""
+    queue = f"herd-{idle_workers}"
+    shared = redis.Redis.from_url(probe.url)
+    members = [worqr.Worqr(probe.url, prefix="herd", redis=shared) for _ in range(idle_workers)]
+    producer = worqr.Worqr(probe.url, prefix="herd")
+    tasks = max(1, idle_workers // 2)  # idle workers remain after the last task
+    try:
+        for member in members:
+            member.start_worker()
+            member.start_work(queue)  # joining makes it idle: it waits for a wake-up
+        probe.client.config_resetstat()
+        for i in range(tasks):
+            producer.enqueue(queue, f"{i:020d}")
+        stats = probe.client.info("commandstats")
+        idle_after = int(probe.client.scard(MeshKeys("herd").queue(queue).idle))
+    finally:
+        producer.delete_queue(queue)
+        producer.close()
+        for member in members:
+            member.close()
+        shared.close()
+    sent = sum(int(stats.get(f"cmdstat_{cmd}", {}).get("calls", 0)) for cmd in PUBLISHES)
+    return {"tasks": tasks, "idle_after": idle_after, "per_task": sent / tasks}
+
+
 def scale(probe: Probe, quick: bool) -> Metrics:
     """worqr's per-operation cost at two queue depths, and the mesh's upkeep.
 
@@ -194,4 +224,8 @@ def scale(probe: Probe, quick: bool) -> Metrics:
     members = 100 if quick else 1000
     for name, number in _heartbeat_load(probe, members, 2.0 if quick else 10.0).items():
         result[f"mesh_{name}"] = number
+    for idle in (10, members):
+        probe.reset()
+        for name, number in _wakeups(probe, idle).items():
+            result[f"wakeups_{idle}_idle_{name}"] = number
     return result

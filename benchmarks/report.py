@@ -186,6 +186,21 @@ def targets(summary: Summary, systems: Sequence[str]) -> list[tuple[str, str, bo
                 mesh < 5,
             )
         )
+    herd = sorted(
+        (int(key.split("_")[1]), value)
+        for key, value in scale.items()
+        if key.startswith("wakeups_")
+        and key.endswith("_per_task")
+        and isinstance(value, int | float)
+    )
+    if herd:
+        found.append(
+            (
+                "wake-ups per task stay O(1) as idle workers grow",
+                ", ".join(f"{per:.2f} with {idle:,} idle" for idle, per in herd),
+                all(per <= 1.0 for _, per in herd),
+            )
+        )
     recovery = summary.get("recovery", {}).get("worqr", {})
     if "recovered" in recovery:
         seconds = recovery.get("seconds")

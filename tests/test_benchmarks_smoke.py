@@ -10,6 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import Probe
+from benchmarks.mesh import _wakeups
+from worqr.embedded import EmbeddedRedis
+
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = "raw-list,rq,rq-simple,arq,saq,dramatiq,celery,celery-threads,huey"
 
@@ -59,3 +63,16 @@ def test_durability_benchmark_runs() -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "enqueue: wait_replicas=1 runs at" in done.stdout
     assert "enqueue_many: wait_replicas=1 runs at" in done.stdout
+
+
+def test_wakeups_per_task_do_not_grow_with_idle_workers(fresh_redis: EmbeddedRedis) -> None:
+    """The scale workload's herd figure: each enqueue wakes one idle worker, with
+    4 or 40 of them waiting (a broadcast would send 4 or 40 per task)."""
+    probe = Probe(fresh_redis.url)
+    try:
+        for idle in (4, 40):
+            herd = _wakeups(probe, idle)
+            assert herd["per_task"] == 1.0, (idle, herd)
+            assert herd["idle_after"] == idle - herd["tasks"]  # the rest still wait
+    finally:
+        probe.close()
