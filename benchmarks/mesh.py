@@ -165,28 +165,26 @@ def _heartbeat_load(probe: Probe, members: int, window: float) -> Metrics:
 
 def _wakeups(probe: Probe, idle_workers: int) -> Metrics:
     """Wake-ups sent per enqueued task while ``idle_workers`` members of the queue
-    wait for work: one each however many wait (no thundering herd). Counts the
-    PUBLISH/SPUBLISH calls the enqueue script makes (INFO commandstats)."""
+    wait for work: one each however many wait (no thundering herd). The members
+    are simulated (ids in the queue's member and idle sets, as joining leaves
+    them); the PUBLISH/SPUBLISH calls of the enqueue script are counted from
+    INFO commandstats."""
     queue = f"herd-{idle_workers}"
-    shared = redis.Redis.from_url(probe.url)
-    members = [worqr.Worqr(probe.url, prefix="herd", redis=shared) for _ in range(idle_workers)]
+    keys = MeshKeys("herd").queue(queue)
+    ids = [f"sim-{i}" for i in range(idle_workers)]
+    probe.client.sadd(keys.members, *ids)
+    probe.client.sadd(keys.idle, *ids)
     producer = worqr.Worqr(probe.url, prefix="herd")
     tasks = max(1, idle_workers // 2)  # idle workers remain after the last task
     try:
-        for member in members:
-            member.start_worker()
-            member.start_work(queue)  # joining makes it idle: it waits for a wake-up
         probe.client.config_resetstat()
         for i in range(tasks):
             producer.enqueue(queue, f"{i:020d}")
         stats = probe.client.info("commandstats")
-        idle_after = int(probe.client.scard(MeshKeys("herd").queue(queue).idle))
+        idle_after = int(probe.client.scard(keys.idle))
     finally:
         producer.delete_queue(queue)
         producer.close()
-        for member in members:
-            member.close()
-        shared.close()
     sent = sum(int(stats.get(f"cmdstat_{cmd}", {}).get("calls", 0)) for cmd in PUBLISHES)
     return {"tasks": tasks, "idle_after": idle_after, "per_task": sent / tasks}
 
