@@ -45,6 +45,19 @@ def run_cli(
     )
 
 
+def assert_one_line_error(
+    result: subprocess.CompletedProcess[str], code: int, *fragments: str
+) -> None:
+    """The command failed with ``code`` and said so in one line holding each fragment."""
+    assert result.returncode == code, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("worqr"), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
 def start_cli(
     *args: str, env: dict[str, str] | None = None, **popen: object
 ) -> subprocess.Popen[bytes]:

@@ -5,27 +5,14 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-from cli_helpers import cli_env, run_cli
+from cli_helpers import assert_one_line_error, cli_env, run_cli
 
 from worqr.embedded import free_port
-
-
-def assert_one_line_error(
-    result: subprocess.CompletedProcess[str], code: int, *fragments: str
-) -> None:
-    assert result.returncode == code, (result.returncode, result.stderr)
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("worqr"), lines[0]
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 @pytest.fixture(scope="module")

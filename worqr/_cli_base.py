@@ -19,11 +19,16 @@ from ._settings import Settings
 EXIT_OK = 0
 EXIT_FAILURE = 1  # something went wrong at run time (e.g. Redis unreachable)
 EXIT_USAGE = 2  # the command line or its input was wrong (argparse uses 2 too)
+EXIT_NOT_REPLICATED = 3  # enqueued on the master, but too few replicas confirmed it in time
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report it
 
 CLI_RETRY_DEADLINE = 3.0
 """Seconds an admin command keeps retrying an unreachable Redis before giving up
 (a worker's client keeps its own, longer deadline)."""
+
+WAIT_TIMEOUT_MAX = 3600.0
+"""Longest ``--wait-timeout``: the socket timeout must outlast the wait, and a
+wait of more than an hour is a mistake rather than a plan."""
 
 
 class CliError(Exception):
@@ -89,6 +94,13 @@ def non_negative_float(value: str) -> float:
     return number
 
 
+def wait_seconds(value: str) -> float:
+    number = positive_float(value)
+    if number > WAIT_TIMEOUT_MAX:
+        raise argparse.ArgumentTypeError(f"must be at most {WAIT_TIMEOUT_MAX:g}, got {value}")
+    return number
+
+
 def port_number(value: str) -> int:
     number = positive_int(value)
     if number > 65535:
@@ -128,11 +140,57 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_durability_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("durability (a master with replicas, plain or Sentinel)")
+    group.add_argument(
+        "--wait-replicas",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="after each batch of up to 1,000 tasks, wait (Redis WAIT) until N replicas "
+        "hold it; if fewer confirm within --wait-timeout, exit with code "
+        f"{EXIT_NOT_REPLICATED} (the tasks stay enqueued on the master). 0, the default, "
+        "does not wait",
+    )
+    group.add_argument(
+        "--wait-timeout",
+        type=wait_seconds,
+        metavar="SECONDS",
+        help="how long each batch waits for --wait-replicas acknowledgements "
+        f"(default: 1; at most {WAIT_TIMEOUT_MAX:g}; needs --wait-replicas >= 1)",
+    )
+
+
+def check_durability(args: argparse.Namespace) -> None:
+    """Refuse ``--wait-replicas``/``--wait-timeout`` combinations that mean nothing,
+    before anything connects."""
+    if not args.wait_replicas:
+        if args.wait_timeout is not None:
+            raise CliError("--wait-timeout needs --wait-replicas >= 1", EXIT_USAGE)
+    elif args.cluster:
+        # redis-py's cluster client sends WAIT to every node and sums the replies,
+        # not down the connection that wrote: it could confirm what no replica holds.
+        raise CliError(
+            "--wait-replicas does not work with --cluster (WAIT needs one master with replicas)",
+            EXIT_USAGE,
+        )
+
+
 @contextlib.contextmanager
-def admin_client(args: argparse.Namespace) -> Iterator[Worqr]:
-    """A client that only produces and reads (it never registers as a worker)."""
+def admin_client(
+    args: argparse.Namespace, *, wait_replicas: int = 0, wait_timeout: float | None = None
+) -> Iterator[Worqr]:
+    """A client that only produces and reads (it never registers as a worker).
+    With ``wait_replicas``, its enqueues wait for replicas (`Settings.wait_replicas`)."""
+    timeout = Settings().wait_timeout if wait_timeout is None else wait_timeout
+    # A reply must be able to take as long as the WAIT before it, or a late
+    # confirmation would end as an ambiguous timeout: 5 s more than the wait.
+    waited = timeout + 5.0 if wait_replicas else 0.0
     settings = Settings(
-        retry_deadline=args.retry_deadline, socket_timeout=max(args.retry_deadline, 5.0)
+        retry_deadline=args.retry_deadline,
+        socket_timeout=max(args.retry_deadline, 5.0, waited),
+        wait_replicas=wait_replicas,
+        wait_timeout=timeout,
     )
     try:
         client = Worqr(

@@ -8,8 +8,8 @@ import sys
 from collections.abc import Iterator
 from typing import BinaryIO, TypeVar
 
-from ._cli_base import EXIT_OK, CliError, admin_client
-from ._errors import WorqrError
+from ._cli_base import EXIT_NOT_REPLICATED, EXIT_OK, CliError, admin_client, check_durability
+from ._errors import ReplicationTimeoutError, WorqrError
 
 T = TypeVar("T")
 
@@ -35,13 +35,20 @@ def _chunks(tasks: Iterator[T], size: int) -> Iterator[list[T]]:
 
 
 def enqueue(args: argparse.Namespace) -> int:
+    check_durability(args)  # before reading stdin or connecting
     tasks: Iterator[str | bytes]
     tasks = iter(args.tasks) if args.tasks else read_tasks(sys.stdin.buffer)
     total = 0
-    with admin_client(args) as client:
+    with admin_client(
+        args, wait_replicas=args.wait_replicas, wait_timeout=args.wait_timeout
+    ) as client:
         for chunk in _chunks(tasks, STDIN_CHUNK):
             try:
                 total += client.enqueue_many(args.queue, chunk)
+            except ReplicationTimeoutError as error:
+                more = error.enqueued < len(chunk) or next(tasks, None) is not None
+                timeout = client.settings.wait_timeout
+                raise not_replicated(error, args.queue, total, timeout, more) from None
             except WorqrError as error:
                 if not total:
                     raise
@@ -49,6 +56,27 @@ def enqueue(args: argparse.Namespace) -> int:
                 raise CliError(f"{error} ({total} tasks were enqueued before this)") from None
     print(f"enqueued {total} task{'s' if total != 1 else ''} to {args.queue!r}")
     return EXIT_OK
+
+
+def not_replicated(
+    error: ReplicationTimeoutError, queue: str, before: int, timeout: float, more: bool
+) -> CliError:
+    """The one line for an enqueue the master applied but too few replicas
+    confirmed: how many are in the queue, which are at risk, and not to resend."""
+    enqueued = before + error.enqueued
+    tasks = f"{enqueued} task is" if enqueued == 1 else f"{enqueued} tasks are"
+    they, them = ("it", "it") if enqueued == 1 else ("they", "them")
+    at_risk, subject = them, they
+    if error.unconfirmed < enqueued:  # earlier batches were confirmed
+        at_risk, subject = f"the last {error.unconfirmed}", "those"
+    rest = "; the rest of the input was not enqueued" if more else ""
+    return CliError(
+        f"{tasks} enqueued to {queue!r} on the master, but only {error.replicas} of "
+        f"{error.required} replicas acknowledged {at_risk} within {timeout:g}s: {subject} "
+        f"may be lost if the master fails before replicating {them}; do not enqueue {them} "
+        f"again ({they} would run twice){rest}",
+        EXIT_NOT_REPLICATED,
+    )
 
 
 def cancel(args: argparse.Namespace) -> int:

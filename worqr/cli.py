@@ -1,7 +1,9 @@
 """The `worqr` command: a thin argparse dispatcher over one small module per job.
 
 Exit codes: 0 success, 1 failure at run time (e.g. Redis unreachable), 2 bad
-usage or input (e.g. a bad queue name or module path), 130 interrupted.
+usage or input (e.g. a bad queue name or module path), 3 (`enqueue
+--wait-replicas` only) enqueued on the master but not confirmed by enough
+replicas in time, 130 interrupted.
 Every error is one line on stderr; a user mistake never prints a traceback.
 """
 
@@ -19,9 +21,11 @@ from redis.exceptions import RedisClusterException, RedisError
 from ._cli_base import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
+    EXIT_NOT_REPLICATED,
     EXIT_USAGE,
     CliError,
     add_connection_options,
+    add_durability_options,
     apply_sentinel_options,
     non_negative_float,
     non_negative_int,
@@ -230,6 +234,14 @@ def _add_admin(commands: argparse._SubParsersAction[Parser]) -> None:
     parser.add_argument("queue", type=queue_name, metavar="QUEUE")
     parser.add_argument("tasks", nargs="*", metavar="TASK")
     add_connection_options(parser)
+    add_durability_options(parser)
+    parser.epilog = (
+        "Exit codes: 0 enqueued (and, with --wait-replicas N, held by N replicas); "
+        f"{EXIT_FAILURE} failure at run time; {EXIT_USAGE} bad usage or input; "
+        f"{EXIT_NOT_REPLICATED} enqueued on the master, but fewer than N replicas "
+        "acknowledged within --wait-timeout: the tasks may be lost if the master fails "
+        "before replicating them, and enqueueing them again would run them twice."
+    )
 
     parser = _command(
         commands,
