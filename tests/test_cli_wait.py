@@ -192,7 +192,6 @@ def test_through_sentinel_flags(
         ),
         (["--wait-timeout", "1"], "--wait-timeout needs --wait-replicas >= 1"),
         (["--wait-replicas", "0", "--wait-timeout", "1"], "--wait-timeout needs --wait-replicas"),
-        (["--wait-replicas", "1", "--cluster"], "--wait-replicas does not work with --cluster"),
     ],
 )
 def test_bad_values_exit_2_and_enqueue_nothing(

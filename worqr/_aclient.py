@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import PipelineCommand, RedisCluster
 from redis.exceptions import NoScriptError
 from tenacity import AsyncRetrying
 
@@ -21,6 +21,7 @@ from ._ashards import AsyncClusterSubscriber
 from ._calls import Pinned, Plan, Request, Subscribe, may_resend
 from ._connect import subscriber_client, subscriber_options
 from ._core import Callback
+from ._pinned import Refresh, cluster_route, commands, target
 from ._process import Process
 from ._pubsub_guard import AsyncPubSubGuard
 from ._retry import OutageLog, final_error, tenacity_options
@@ -126,12 +127,11 @@ class AsyncWorqr(Shell):
             await self._pubsub_guard.apply(self._ensure_listener(), request)
             return None
         if isinstance(request, Pinned):
+            if isinstance(self._redis, RedisCluster):
+                return await self._pinned_on_cluster(self._redis, request)
             async with self._redis.pipeline(transaction=False) as pipe:
-                for call in request.calls:
-                    if call.script is not None:  # EVALSHA only: the plan handles NOSCRIPT
-                        pipe.evalsha(digest(call.script), len(call.keys), *call.keys, *call.args)
-                    else:
-                        pipe.execute_command(*call.args)
+                for args in commands(request):
+                    pipe.execute_command(*args)
                 return await pipe.execute(raise_on_error=False)
         if request.script is None:
             return await self._redis.execute_command(*request.args)
@@ -146,6 +146,27 @@ class AsyncWorqr(Shell):
             return await redis.execute_command(
                 "EVALSHA", digest(request.script), len(keys), *keys, *request.args
             )
+
+    async def _pinned_on_cluster(self, cluster: RedisCluster, request: Pinned) -> list[Any]:
+        await cluster.initialize()  # once; again after redis-py saw a node fail
+        route = cluster_route(request)
+        try:
+            step = next(route)
+            while True:
+                try:
+                    if isinstance(step, Refresh):
+                        await cluster.nodes_manager.initialize()
+                        reply = None
+                    else:  # one connection of the node, as redis-py's own pipeline
+                        sent = [PipelineCommand(i, *args) for i, args in enumerate(step.commands)]
+                        await target(cluster, step).execute_pipeline(sent)
+                        reply = [command.result for command in sent]
+                except Exception as error:
+                    step = route.throw(error)
+                else:
+                    step = route.send(reply)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
 
     # -- producing -------------------------------------------------------------
 

@@ -72,7 +72,8 @@ class Pinned:
     waits for the replication of *this connection's* writes). Script calls go
     as plain ``EVALSHA``. The reply is a list with each call's reply, or the
     error Redis answered it with (e.g. NOSCRIPT), for the plan to judge; a
-    connection failure raises as for any call.
+    connection failure raises as for any call. On a cluster the group goes to
+    the master of its first key's slot, following redirections (`_pinned`).
     """
 
     calls: tuple[Call, ...]

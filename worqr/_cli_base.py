@@ -162,18 +162,9 @@ def add_durability_options(parser: argparse.ArgumentParser) -> None:
 
 
 def check_durability(args: argparse.Namespace) -> None:
-    """Refuse ``--wait-replicas``/``--wait-timeout`` combinations that mean nothing,
-    before anything connects."""
-    if not args.wait_replicas:
-        if args.wait_timeout is not None:
-            raise CliError("--wait-timeout needs --wait-replicas >= 1", EXIT_USAGE)
-    elif args.cluster:
-        # redis-py's cluster client sends WAIT to every node and sums the replies,
-        # not down the connection that wrote: it could confirm what no replica holds.
-        raise CliError(
-            "--wait-replicas does not work with --cluster (WAIT needs one master with replicas)",
-            EXIT_USAGE,
-        )
+    """Refuse a ``--wait-timeout`` that means nothing, before anything connects."""
+    if not args.wait_replicas and args.wait_timeout is not None:
+        raise CliError("--wait-timeout needs --wait-replicas >= 1", EXIT_USAGE)
 
 
 @contextlib.contextmanager

@@ -17,8 +17,9 @@ from redis.exceptions import NoScriptError
 from tenacity import Retrying
 
 from ._calls import Pinned, Plan, Request, Subscribe, may_resend
-from ._connect import subscriber_client, subscriber_options
+from ._connect import cluster_node_client, subscriber_client, subscriber_options
 from ._core import Callback
+from ._pinned import Command, Refresh, cluster_route, commands, target
 from ._process import Process
 from ._pubsub_guard import PubSubGuard
 from ._retry import OutageLog, final_error, tenacity_options
@@ -29,6 +30,14 @@ from ._shell import Shell
 
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
+
+
+def _pipeline(client: redis_py.Redis, sent: list[Command]) -> list[Any]:
+    """Send commands back to back on one connection, without MULTI."""
+    with client.pipeline(transaction=False) as pipe:
+        for args in sent:
+            pipe.execute_command(*args)  # type: ignore[no-untyped-call]
+        return pipe.execute(raise_on_error=False)
 
 
 class Worqr(Shell):
@@ -110,13 +119,9 @@ class Worqr(Shell):
             self._pubsub_guard.apply(self._ensure_listener(), request)
             return None
         if isinstance(request, Pinned):
-            with self._redis.pipeline(transaction=False) as pipe:
-                for call in request.calls:
-                    if call.script is not None:  # EVALSHA only: the plan handles NOSCRIPT
-                        pipe.evalsha(digest(call.script), len(call.keys), *call.keys, *call.args)
-                    else:
-                        pipe.execute_command(*call.args)
-                return pipe.execute(raise_on_error=False)
+            if isinstance(self._redis, RedisCluster):
+                return self._pinned_on_cluster(self._redis, request)
+            return _pipeline(self._redis, commands(request))
         if request.script is None:
             return self._redis.execute_command(*request.args)  # type: ignore[no-untyped-call]
         # EVALSHA straight away (redis-py's Script adds a fifth to a call's cost);
@@ -131,6 +136,25 @@ class Worqr(Shell):
             return self._redis.execute_command(  # type: ignore[no-untyped-call]
                 "EVALSHA", digest(request.script), len(keys), *keys, *request.args
             )
+
+    def _pinned_on_cluster(self, cluster: RedisCluster, request: Pinned) -> list[Any]:
+        route = cluster_route(request)
+        try:
+            step = next(route)
+            while True:
+                try:
+                    if isinstance(step, Refresh):
+                        cluster.nodes_manager.initialize()
+                        reply = None
+                    else:
+                        node = cluster_node_client(cluster, target(cluster, step))
+                        reply = _pipeline(node, step.commands)
+                except Exception as error:
+                    step = route.throw(error)
+                else:
+                    step = route.send(reply)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
 
     # -- producing -------------------------------------------------------------
 

@@ -11,7 +11,9 @@ import redis as redis_py
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.client import PubSub as AsyncPubSub
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
+from redis.retry import Retry
 
 from ._errors import WorqrError
 from ._retry import no_redis_retries
@@ -73,6 +75,21 @@ def check_client(client: Any, role: str, *, asynchronous: bool, cluster: bool) -
         # redis-py < 6 reads this attribute instead of the retry object: both say
         # "never resend" (a RedisCluster resends after a timeout by default).
         target.cluster_error_retry_attempts = 0
+
+
+# What a cluster node's plain client must resend: nothing (see cluster_node_client).
+_NEVER_RESEND = Retry(NoBackoff(), 0)
+
+
+def cluster_node_client(cluster: RedisCluster, node: Any) -> redis_py.Redis:
+    """redis-py's plain client of one node of ``cluster``, for a pipeline pinned
+    to that node (`worqr._pinned`). A pipeline resends through its connection's
+    retry object (the cluster's own commands do not), and what the cluster gives
+    its node clients differs across redis-py versions: worqr's never resends."""
+    client: redis_py.Redis = cluster.get_redis_connection(node)
+    if client.get_retry() is not _NEVER_RESEND:
+        client.set_retry(_NEVER_RESEND)
+    return client
 
 
 def require_cluster_support(asynchronous: bool) -> None:

@@ -175,9 +175,10 @@ class Core(Reads):
             return
         wait = command("WAIT", required, self.settings.wait_timeout_ms)
         reply, acked = yield Pinned((call, wait))
-        if isinstance(reply, NoScriptError):  # the script did not run: load it, send again
-            yield command("SCRIPT", "LOAD", source("enqueue"))
-            reply, acked = yield Pinned((call, wait))
+        if isinstance(reply, NoScriptError):  # the script did not run: send it again after
+            # loading it on the same connection (on a cluster: the node that said NOSCRIPT)
+            load = command("SCRIPT", "LOAD", source("enqueue"))
+            _, reply, acked = yield Pinned((load, call, wait))
         if isinstance(reply, ResponseError):
             raise translate(reply)
         if isinstance(acked, ResponseError):
