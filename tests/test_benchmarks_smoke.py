@@ -76,3 +76,24 @@ def test_wakeups_per_task_do_not_grow_with_idle_workers(fresh_redis: EmbeddedRed
             assert herd["idle_after"] == idle - herd["tasks"]  # the rest still wait
     finally:
         probe.close()
+
+
+def test_drain_concurrency_benchmark_runs() -> None:
+    """`python -m benchmarks.drain_concurrency` with tiny sizes: a row per handler
+    kind and concurrency, each with a positive rate (every task started)."""
+    command = [sys.executable, "-m", "benchmarks.drain_concurrency"]
+    command += ["--tasks", "200", "--reps", "1", "--concurrency", "2,4"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = [
+        line.split("|")[1:-1]
+        for line in done.stdout.splitlines()
+        if line[:7] in ("| sync ", "| async")
+    ]
+    assert [(kind.strip(), level.strip()) for kind, level, _, _ in rows] == [
+        ("sync", "2"),
+        ("sync", "4"),
+        ("async", "2"),
+        ("async", "4"),
+    ]
+    assert all(float(rate.replace(",", "")) > 0 for _, _, rate, _ in rows)
