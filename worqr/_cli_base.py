@@ -54,41 +54,43 @@ def prefix_name(value: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def positive_int(value: str) -> int:
+def _integer(value: str) -> int:
     try:
-        number = int(value)
+        return int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+
+
+def _number(value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+
+
+def positive_int(value: str) -> int:
+    number = _integer(value)
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
     return number
 
 
 def non_negative_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    number = _integer(value)
     if number < 0:
         raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {number}")
     return number
 
 
 def positive_float(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    number = _number(value)
     if not number > 0 or number == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
     return number
 
 
 def non_negative_float(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    number = _number(value)
     if not 0 <= number < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a number >= 0, got {value}")
     return number
