@@ -7,6 +7,8 @@ Every execution appends JSON lines to the file named by ``$FAULT_LOG`` (one
   when a handler starts, and ``"e": "done"`` or ``"e": "cancelled"`` when it ends;
 - ``"e": "registered"`` / ``"lease_lost"`` (observer events, with the worker id);
 - ``"e": "fenced"`` when the runtime reports a process that was no longer ours;
+- ``"e": "dropped"`` when a dequeue ran late, under a worker id whose lease was
+  already lost: the process is not started and peers requeue it;
 - ``"e": "stale"`` when the runtime stopped its handlers because no heartbeat
   landed for most of the TTL (self-fencing).
 
@@ -61,6 +63,9 @@ def record(event: str, **fields: object) -> None:
 class _Hooks(worqr.WorkerHooks):
     def on_fenced(self, queue: str) -> None:
         record("fenced", q=queue)
+
+    def on_dropped(self, queue: str) -> None:
+        record("dropped", q=queue)
 
 
 def _observe(event: str, fields: dict[str, Any]) -> None:

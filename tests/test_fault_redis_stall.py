@@ -73,10 +73,13 @@ def test_redis_stall_longer_than_ttl(
     registered = Counter(e["os"] for e in records if e["e"] == "registered")
     assert set(lost.values()) == {1}, lost
     assert set(registered.values()) == {2}, registered
-    # No double requeue: every extra run is one requeued process.
+    # No double requeue: every extra run is one requeued process. A dequeue sent
+    # just before the stall may run after the leases expired: its processes come
+    # back under the lost id, are dropped unstarted, and are requeued by peers.
     stats = checker.stats()
     requeued = sum(stats.get(k, 0) for k in ("recovered", "released", "stopped"))
-    assert figures.duplicates == requeued, (figures.duplicates, stats)
+    dropped = sum(1 for e in records if e["e"] == "dropped")
+    assert figures.duplicates + dropped == requeued, (figures.duplicates, dropped, stats)
     assert requeued >= len(longs), "the long tasks outlived the stall: they must come back"
     figures.extra["requeued"] = requeued
     figures.report()

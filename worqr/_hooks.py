@@ -26,6 +26,11 @@ class WorkerHooks:
         """The process was no longer ours: the worker lost its lease (a peer owns
         the task now), or Redis refused the acknowledgement for that reason."""
 
+    def on_dropped(self, queue: str) -> None:
+        """A process came back from a dequeue under a worker id whose lease was
+        already lost (the dequeue ran late, e.g. after Redis stalled): it is not
+        started, and the peers return its task to the front."""
+
     def on_lease_lost(self) -> None: ...
 
     def on_dequeue(self, queue: str, asked: int, got: int) -> None: ...

@@ -356,6 +356,7 @@ class Worker(Lifecycle):
         if process.worker_id in self._lost_ids:
             # Taken under an id whose lease is gone: the core returns it to the queue.
             self._wake(self._capacity.release(process.queue))
+            self._notify(lambda h: h.on_dropped(process.queue))
             return
         assert self._loop is not None and self._executor is not None
         running = Running(process, self._specs[process.queue], ProcessContext(process))
