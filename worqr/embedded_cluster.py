@@ -37,10 +37,24 @@ def _bindable(port: int) -> bool:
         return True
 
 
+def _ephemeral_low() -> int:
+    """The first port the kernel hands to outgoing connections (Linux's default
+    where /proc does not say)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ranges:
+            return int(ranges.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def cluster_port() -> int:
-    """A free port whose cluster bus port (port + 10000) is free too."""
+    """A free port whose cluster bus port (port + 10000) is free too. Both stay
+    below the ephemeral range when it leaves room: a port found free there can be
+    taken by any outgoing connection before redis-server binds it."""
+    below = _ephemeral_low() - 1 - BUS_OFFSET  # the highest port whose bus port is below it
+    lowest, highest = (10000, below) if below > 11000 else (20000, 65535 - BUS_OFFSET)
     for _ in range(1000):
-        port = random.randint(20000, 65535 - BUS_OFFSET)
+        port = random.randint(lowest, highest)
         if _bindable(port) and _bindable(port + BUS_OFFSET):
             return port
     raise RuntimeError("no free pair of ports for a cluster node")
