@@ -172,7 +172,7 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
         )
         # Both workers' shard subscriptions are back on the slot's owner.
         events = MeshKeys(prefix).queue(queue).events
-        assert shard_subscribers(home, events) == 3
+        wait_until(lambda: shard_subscribers(home, events) == 3, timeout=5, message="resubscribe")
         assert shard_subscribers(away, events) == 0
         # The sync listener drained after subscribing, and again after subscribing
         # anew (once or twice: the slot may be back home before it resubscribes;
