@@ -15,8 +15,8 @@ from typing import Any
 import redis
 
 import worqr
+from worqr._core.lua import source
 from worqr._keys import MeshKeys, QueueKeys  # the one place key names are formatted
-from worqr._scripts import source
 
 # Long enough that no background heartbeat (nor reaping) happens during a test.
 MANUAL = {"ttl": 60.0, "heartbeat": 20.0}

@@ -25,7 +25,7 @@ import redis
 from helpers import async_wait_until, wait_until
 
 import worqr
-from worqr._core import DEQUEUE_CHUNK
+from worqr._core.core import DEQUEUE_CHUNK
 from worqr._keys import MeshKeys  # the one place key names are formatted
 
 pytestmark = pytest.mark.filterwarnings("error")

@@ -15,9 +15,9 @@ from sentinel_fixtures import SentinelGroup
 from server_versions import server_binary
 
 import worqr
-from worqr._cli_produce import not_replicated
+from worqr._cli.produce import not_replicated
+from worqr._core.lua import source
 from worqr._keys import MeshKeys
-from worqr._scripts import source
 from worqr.embedded import EmbeddedRedis
 
 SECRET = "w4it-Pw"

@@ -67,7 +67,7 @@ from test_mesh_notify import (
 )
 
 import worqr
-from worqr._scripts import SCRIPT_NAMES
+from worqr._core.lua import SCRIPT_NAMES
 
 LONG = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}
 

@@ -12,8 +12,8 @@ import redis
 from core_helpers import Clients, CountingRedis, kill, queue_keys, sha
 
 import worqr
-from worqr._core import DEQUEUE_CHUNK
-from worqr._scripts import source
+from worqr._core.core import DEQUEUE_CHUNK
+from worqr._core.lua import source
 
 Q = "jobs"
 

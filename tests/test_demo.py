@@ -8,8 +8,8 @@ import redis
 from cli_helpers import run_cli
 
 import worqr
-from worqr import _demo_handlers as handlers
-from worqr._demo_summary import Tally, account
+from worqr._demo import handlers
+from worqr._demo.summary import Tally, account
 
 
 def summary_numbers(stdout: str) -> dict[str, int]:

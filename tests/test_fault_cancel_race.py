@@ -17,7 +17,7 @@ from fault_harness import QUEUE, Checker, Figures, meshes, new_mesh, read_log, s
 from helpers import wait_until
 
 import worqr
-from worqr._supervisor import RestartPolicy
+from worqr._cli.supervisor import RestartPolicy
 from worqr.embedded import EmbeddedRedis
 
 TTL, HEARTBEAT = 1.0, 0.2

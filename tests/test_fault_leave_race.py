@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 
 import worqr
-from worqr._calls import Call
+from worqr._core.calls import Call
 
 
 def test_heartbeat_after_the_goodbye_does_not_re_register(redis_url: str, prefix: str) -> None:

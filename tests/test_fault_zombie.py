@@ -14,7 +14,7 @@ from fault_harness import QUEUE, Checker, Figures, meshes, new_mesh, read_log, s
 from helpers import wait_until
 
 import worqr
-from worqr._scripts import source
+from worqr._core.lua import source
 from worqr.embedded import EmbeddedRedis
 
 TTL, HEARTBEAT = 1.0, 0.2

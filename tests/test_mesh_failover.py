@@ -26,8 +26,8 @@ import redis
 from helpers import wait_until
 
 import worqr
+from worqr._core.lua import source
 from worqr._keys import MeshKeys
-from worqr._scripts import source
 
 LONG = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}
 

@@ -13,7 +13,7 @@ from helpers import async_wait_until, wait_until
 from sentinel_fixtures import SentinelGroup
 
 import worqr
-from worqr._sentinel import SentinelTarget, cli_url, parse_sentinel_url
+from worqr._clients.sentinel import SentinelTarget, cli_url, parse_sentinel_url
 from worqr.embedded import free_port
 from worqr.metrics.collector import MeshCollector
 

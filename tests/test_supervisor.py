@@ -20,7 +20,7 @@ from helpers import wait_until
 CHILD = textwrap.dedent(
     """
     import os, signal, sys, threading
-    from worqr._supervisor import watch_parent
+    from worqr._cli.supervisor import watch_parent
     directory, mode = sys.argv[1], sys.argv[2]
     if mode.startswith("exit:"):
         sys.exit(int(mode[5:]))
@@ -47,7 +47,7 @@ CHILD = textwrap.dedent(
 PARENT = textwrap.dedent(
     """
     import logging, sys
-    from worqr._supervisor import RestartPolicy, Supervisor
+    from worqr._cli.supervisor import RestartPolicy, Supervisor
     logging.basicConfig(level=logging.INFO)
     child, directory, processes, mode = sys.argv[1:5]
     policy = RestartPolicy(backoff=0.05, max_backoff=0.2, stable_after=5,
@@ -183,7 +183,7 @@ def test_max_restarts_zero_never_restarts(family: Family) -> None:
     ],
 )
 def test_restart_policy_refuses_bad_values(field: str, value: object, error: str) -> None:
-    from worqr._supervisor import RestartPolicy
+    from worqr._cli.supervisor import RestartPolicy
 
     with pytest.raises(ValueError, match=error):
         RestartPolicy(**{field: value})  # type: ignore[arg-type]

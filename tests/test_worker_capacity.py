@@ -12,7 +12,7 @@ from helpers import wait_until
 from worker_helpers import Recorder, Runner, client, runner, settings
 
 import worqr
-from worqr._capacity import Capacity
+from worqr._runtime.capacity import Capacity
 
 __all__ = ["client", "runner"]  # fixtures
 

@@ -5,9 +5,8 @@ hear about work over pub/sub, and fail each other's dead members by returning
 their tasks to the front of the queue.
 """
 
-from ._aclient import AsyncWorqr
-from ._client import Worqr
-from ._context import ProcessContext, Retry, current_process
+from ._clients.async_client import AsyncWorqr
+from ._clients.sync_client import Worqr
 from ._errors import (
     AmbiguousResultError,
     LeaseLostError,
@@ -19,9 +18,10 @@ from ._errors import (
 from ._hooks import WorkerHooks
 from ._keys import MAX_NAME_CHARS, validate_name
 from ._process import Process
+from ._runtime.context import ProcessContext, Retry, current_process
+from ._runtime.settings import WorkerSettings
+from ._runtime.worker import Worker
 from ._settings import Settings
-from ._worker import Worker
-from ._worker_settings import WorkerSettings
 
 __all__ = [
     "MAX_NAME_CHARS",

@@ -18,7 +18,7 @@ from typing import NoReturn
 
 from redis.exceptions import RedisClusterException, RedisError
 
-from ._cli_base import (
+from ._cli.base import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
     EXIT_NOT_REPLICATED,
@@ -52,49 +52,49 @@ class Parser(argparse.ArgumentParser):
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from ._cli_worker import run_worker
+    from ._cli.worker import run_worker
 
     return run_worker(args)
 
 
 def _enqueue(args: argparse.Namespace) -> int:
-    from ._cli_produce import enqueue
+    from ._cli.produce import enqueue
 
     return enqueue(args)
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    from ._cli_produce import cancel
+    from ._cli.produce import cancel
 
     return cancel(args)
 
 
 def _delete(args: argparse.Namespace) -> int:
-    from ._cli_produce import delete
+    from ._cli.produce import delete
 
     return delete(args)
 
 
 def _failed(args: argparse.Namespace) -> int:
-    from ._cli_produce import failed
+    from ._cli.produce import failed
 
     return failed(args)
 
 
 def _status(args: argparse.Namespace) -> int:
-    from ._cli_status import status
+    from ._cli.status import status
 
     return status(args)
 
 
 def _top(args: argparse.Namespace) -> int:
-    from ._cli_top import top
+    from ._cli.top import top
 
     return top(args)
 
 
 def _redis(args: argparse.Namespace) -> int:
-    from ._cli_redis import run_redis
+    from ._cli.redis_server import run_redis
 
     return run_redis(args)
 
@@ -118,7 +118,7 @@ def _exporter(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from ._demo import run_demo
+    from ._demo.run import run_demo
 
     return run_demo(args)
 

@@ -19,10 +19,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 from redis.cluster import RedisCluster
 
-from .._connect import resolve_url
+from .._clients.connect import resolve_url
+from .._clients.sentinel import client_from_url
+from .._core.failures import no_redis_retries
 from .._keys import MeshKeys
-from .._retry import no_redis_retries
-from .._sentinel import client_from_url
 
 logger = logging.getLogger("worqr.metrics")
 

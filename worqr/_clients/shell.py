@@ -1,0 +1,108 @@
+"""What the sync and async clients share that does no I/O: settings, the core,
+the URL, the Redis clients and scripts they execute on, and the hooks into the
+client's life."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .._core.core import Core, Observer
+from .._settings import Settings, with_overrides
+from .connect import (
+    check_client,
+    command_client,
+    is_cluster,
+    require_cluster_support,
+    resolve_url,
+)
+from .sentinel import sentinel_target
+
+
+class Shell:
+    """Base of `Worqr` and `AsyncWorqr`; they add only the code that waits on I/O.
+
+    ``redis`` and ``subscriber`` are clients passed in (else the shell creates the
+    command client; the subscriber is created on first use). A
+    ``RedisCluster`` passed as ``redis`` implies ``cluster=True``. ``sentinels``
+    and ``service_name`` (or a ``redis+sentinel://`` URL) reach the master through
+    Sentinel.
+    """
+
+    def __init__(
+        self,
+        url: str | None,
+        settings: Settings | None,
+        *,
+        prefix: str | None,
+        ttl: float | None,
+        heartbeat: float | None,
+        max_recoveries: int | None,
+        redis: Any,
+        subscriber: Any,
+        cluster: bool,
+        asynchronous: bool,
+        sentinels: Iterable[Any] | None = None,
+        service_name: str | None = None,
+    ) -> None:
+        if not isinstance(cluster, bool):
+            raise TypeError(f"cluster must be True or False, not {type(cluster).__name__}")
+        self.settings = with_overrides(
+            settings or Settings(),
+            prefix=prefix,
+            ttl=ttl,
+            heartbeat=heartbeat,
+            max_recoveries=max_recoveries,
+        )
+        self._cluster = cluster or is_cluster(redis)
+        if self._cluster:
+            require_cluster_support(asynchronous)
+        self._url = resolve_url(url) if sentinels is None else ""
+        # Set when Redis is reached through Sentinel (sentinels=..., or a
+        # redis+sentinel:// URL, also from $WORQR_REDIS_URL); None otherwise.
+        self._sentinel = sentinel_target(
+            url if sentinels is not None else self._url, sentinels, service_name
+        )
+        if self._sentinel is not None and self._cluster:
+            raise ValueError("Sentinel and cluster=True do not mix: a cluster fails over itself")
+        # Clients passed in are checked (and their resends switched off) before
+        # anything is created, so a bad one leaves nothing behind.
+        for role, client in (("redis", redis), ("subscriber", subscriber)):
+            if client is not None:
+                check_client(client, role, asynchronous=asynchronous, cluster=self._cluster)
+        self._own_redis = redis is None
+        self._own_subscriber = subscriber is None
+        if redis is None:
+            redis = command_client(
+                self._url,
+                self.settings,
+                asynchronous=asynchronous,
+                cluster=self._cluster,
+                sentinel=self._sentinel,
+            )
+        self._redis: Any = redis
+        self._subscriber: Any = subscriber
+        self._core = Core(self.settings, cluster=self._cluster)
+
+    def __repr__(self) -> str:  # never the URL: it may hold a password
+        name = type(self).__name__
+        return f"{name}(prefix={self.settings.prefix!r}, worker_id={self.worker_id!r})"
+
+    @property
+    def worker_id(self) -> str | None:
+        """This client's id in the mesh; None before `start_worker()`."""
+        return self._core.worker_id
+
+    def lease_fresh(self) -> bool:
+        """False when this worker has not heartbeat for most of its TTL."""
+        return self._core.lease_fresh()
+
+    def add_observer(self, observer: Observer) -> None:
+        """Call ``observer(event, fields)`` on the client's life events (see
+        `worqr._core.core.Observer`): registered, lease_lost, peer_failed,
+        heartbeat_failed, redis_down, redis_up."""
+        self._core.observers.append(observer)
+
+    def add_lease_lost_hook(self, hook: Callable[[str], object]) -> None:
+        """Call ``hook(old_worker_id)`` when this worker learns it was failed."""
+        self._core.lease_lost_hooks.append(hook)

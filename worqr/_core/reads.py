@@ -1,0 +1,128 @@
+"""Plans that read the mesh, and manage dead letters, without worker state.
+
+`Core` builds on these; they need only the settings and the key names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .._errors import NotStartedError
+from .._keys import MeshKeys, QueueKeys, validate_name
+from .._process import decode_task
+from .._settings import Settings
+from .calls import Plan, command, script
+from .pubmode import CLASSIC, SHARDED, cluster_publish_command
+
+MGET_BATCH = 1000  # alive keys read per command
+
+
+def text(value: bytes | str) -> str:
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+
+
+class Reads:
+    """Read-only plans and dead-letter management of one mesh."""
+
+    def __init__(self, settings: Settings, *, cluster: bool = False) -> None:
+        self.settings = settings
+        self.mesh = MeshKeys(settings.prefix)
+        self.worker_id: str | None = None
+        self.cluster = cluster
+        # The command scripts publish with; on a cluster decided on first use.
+        self.publish: str | None = None if cluster else CLASSIC
+
+    @property
+    def sharded(self) -> bool:
+        """Notifications travel over sharded pub/sub (SPUBLISH/SSUBSCRIBE)."""
+        return self.publish == SHARDED
+
+    def publish_command(self) -> Plan[str]:
+        """The command scripts publish with (asks the server once on a cluster)."""
+        if self.publish is None:
+            self.publish = yield from cluster_publish_command()
+        return self.publish
+
+    def require_worker(self) -> str:
+        if self.worker_id is None:
+            raise NotStartedError("call start_worker() first")
+        return self.worker_id
+
+    def queue_keys(self, queue: str) -> QueueKeys:
+        return self.mesh.queue(validate_name(queue))
+
+    def get_queues(self) -> Plan[list[str]]:
+        return sorted(text(q) for q in (yield command("SMEMBERS", self.mesh.queues)))
+
+    def get_workers(self) -> Plan[list[str]]:
+        return sorted(text(w) for w in (yield command("SMEMBERS", self.mesh.workers)))
+
+    def get_working_queues(self, worker_id: str | None) -> Plan[list[str]]:
+        worker = self.require_worker() if worker_id is None else worker_id
+        queues = yield command("SMEMBERS", self.mesh.worker_queues(worker))
+        return sorted(text(q) for q in queues)
+
+    def count_tasks(self, queue: str) -> Plan[int]:
+        return int((yield command("LLEN", self.queue_keys(queue).tasks)))
+
+    def count_processes(self, queue: str) -> Plan[int]:
+        return int((yield command("HLEN", self.queue_keys(queue).processes)))
+
+    def count_failed(self, queue: str) -> Plan[int]:
+        return int((yield command("LLEN", self.queue_keys(queue).failed)))
+
+    def get_failed(self, queue: str) -> Plan[list[str | bytes]]:
+        entries = yield command("LRANGE", self.queue_keys(queue).failed, 0, -1)
+        return [decode_task(entry, self.settings.decode_tasks) for entry in entries]
+
+    def get_stats(self, queue: str) -> Plan[dict[str, int]]:
+        """Lifetime counters of the queue by event (see `QueueKeys.stats`)."""
+        counters = yield command("HGETALL", self.queue_keys(queue).stats)
+        return {text(k): int(v) for k, v in counters.items()}
+
+    def workers_alive(self, worker_ids: Iterable[str]) -> Plan[list[bool]]:
+        """Whether each worker's lease (its alive key) currently exists."""
+        wanted = list(worker_ids)
+        alive: list[bool] = []
+        for start in range(0, len(wanted), MGET_BATCH):
+            batch = wanted[start : start + MGET_BATCH]
+            flags = yield command("MGET", *(self.mesh.alive(w) for w in batch))
+            alive += [flag is not None for flag in flags]
+        return alive
+
+    def count_worker_processes(self, queue: str, worker_id: str) -> Plan[int]:
+        """Processes ``worker_id`` holds on ``queue`` (cancelled ones count until
+        their worker acknowledges them)."""
+        return int((yield command("ZCARD", self.queue_keys(queue).worker(worker_id))))
+
+    def requeue_failed(self, queue: str) -> Plan[int]:
+        """Move the dead letters present now to the back of the queue, oldest
+        first, in chunks; returns how many moved. Each task moves atomically, so
+        the plan is safe to stop and redo; letters that fail again meanwhile are
+        left for the next call (no endless loop)."""
+        keys = self.queue_keys(queue)
+        chunk = self.settings.requeue_chunk
+        publish = self.publish or (yield from self.publish_command())
+        moved_total = 0
+        limit: int | None = None
+        while limit is None or moved_total < limit:
+            want = chunk if limit is None else min(chunk, limit - moved_total)
+            moved, remaining = yield script(
+                "requeue_failed",
+                (keys.failed, keys.tasks, keys.idle, keys.stats),
+                (want, keys.wake_prefix, publish),
+            )
+            moved_total += int(moved)
+            if limit is None:
+                limit = int(moved) + int(remaining)
+            if int(moved) == 0 or int(remaining) == 0:
+                break
+        return moved_total
+
+    def purge_failed(self, queue: str) -> Plan[int]:
+        """Drop the queue's dead letters; returns how many."""
+        return int((yield script("purge_failed", (self.queue_keys(queue).failed,), ())))
+
+    def get_worker_info(self, worker_id: str) -> Plan[dict[str, str]]:
+        info = yield command("HGETALL", self.mesh.worker_info(worker_id))
+        return {text(k): text(v) for k, v in info.items()}

@@ -1,0 +1,60 @@
+"""Settings of the worker runtime, grouped in one frozen, validated dataclass."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from .._keys import validate_name
+from .._settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    """How a `Worker` runs.
+
+    Attributes:
+        client: the mesh client's settings (prefix, ttl, heartbeat, ...).
+        concurrency: most processes in flight at once (persistent ones excluded).
+        grace_period: seconds a graceful stop waits for running handlers before it
+            returns their tasks to the front of their queues.
+        queue_limits: optional caps of in-flight processes per queue. A persistent
+            queue's cap defaults to ``concurrency``.
+        log_payloads: include task payloads (truncated) in failure logs; off by
+            default because payloads may hold secrets.
+        batch: most tasks taken by one dequeue call; None takes the whole free
+            capacity at once (fewest round trips). A smaller batch spreads a burst
+            over more workers of the mesh.
+    """
+
+    client: Settings = field(default_factory=Settings)
+    concurrency: int = 8
+    grace_period: float = 30.0
+    queue_limits: Mapping[str, int] = field(default_factory=dict)
+    log_payloads: bool = False
+    batch: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.client, Settings):
+            raise TypeError("client must be a worqr.Settings")
+        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int):
+            raise TypeError("concurrency must be an int")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        grace = self.grace_period
+        if isinstance(grace, bool) or not isinstance(grace, int | float):
+            raise TypeError("grace_period must be a number")
+        if not math.isfinite(grace) or grace < 0:
+            raise ValueError(f"grace_period must be >= 0, got {grace!r}")
+        limits = dict(self.queue_limits)
+        for queue, limit in limits.items():
+            validate_name(queue)
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise ValueError(f"queue limit of {queue!r} must be a positive int, got {limit!r}")
+        object.__setattr__(self, "queue_limits", MappingProxyType(limits))
+        if self.batch is not None and (
+            isinstance(self.batch, bool) or not isinstance(self.batch, int) or self.batch < 1
+        ):
+            raise ValueError(f"batch must be a positive int or None, got {self.batch!r}")
