@@ -9,6 +9,8 @@ import urllib.request
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import worqr
+
 T = TypeVar("T")
 
 
@@ -57,3 +59,13 @@ def scrape_metrics(port: int) -> str | None:
             return str(reply.read().decode())
     except OSError:
         return None
+
+
+class OnLeaseLost(worqr.Hooks):
+    """Hooks that call ``callback(old_worker_id)`` when the client loses its lease."""
+
+    def __init__(self, callback: Callable[[str], object]) -> None:
+        self.callback = callback
+
+    def on_lease_lost(self, worker_id: str) -> None:
+        self.callback(worker_id)

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 import redis
-from helpers import async_wait_until, wait_until
+from helpers import OnLeaseLost, async_wait_until, wait_until
 
 import worqr
-from worqr._core.core import DEQUEUE_CHUNK
+from worqr._core.processes import DEQUEUE_CHUNK
 from worqr._keys import MeshKeys  # the one place key names are formatted
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -288,7 +288,7 @@ def test_after_losing_its_lease_the_heartbeat_task_reregisters_and_wakeups_follo
             worqr.AsyncWorqr(redis_url, settings=worqr.Settings(prefix=prefix, **LONG)) as producer,
         ):
             old = await worker.start_worker()
-            worker.add_lease_lost_hook(lost.append)
+            worker.add_hooks(OnLeaseLost(lost.append))
 
             async def on_work(event: str, message: Any) -> None:
                 if event == "work":

@@ -93,7 +93,7 @@ class Mesh:
         keys = MeshKeys(self.prefix).queue("jobs")
         found: dict[str, int] = {}
         for worker, pid in self.workers().items():
-            owned = self.redis.zrange(keys.worker(worker), 0, -1)
+            owned = self.redis.zrange(keys.owned(worker), 0, -1)
             tasks = self.redis.hmget(keys.processes, owned) if owned else []
             for task in tasks:
                 if task is not None:

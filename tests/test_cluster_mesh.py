@@ -67,7 +67,7 @@ from test_mesh_notify import (
 )
 
 import worqr
-from worqr._core.lua import SCRIPT_NAMES
+from worqr._core.lua import script_names
 
 LONG = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}
 
@@ -239,4 +239,4 @@ def test_every_script_and_read_runs_on_the_cluster(make: Callable[..., worqr.Wor
     client.stop_work("q")
     client.delete_queue("q")
     client.close()  # forget_worker
-    assert ran == set(SCRIPT_NAMES)
+    assert ran == set(script_names())

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import redis
 from core_helpers import Clients, Recorder, keys_under, kill, queue_keys
-from helpers import wait_until
+from helpers import OnLeaseLost, wait_until
 
 import worqr
 
@@ -432,7 +432,7 @@ def test_lost_lease_runs_hooks_and_observers_and_re_registers(
     worker = clients.worker(Q, "other")
     hooked: list[str] = []
     observed: list[tuple[str, dict[str, Any]]] = []
-    worker.add_lease_lost_hook(hooked.append)
+    worker.add_hooks(OnLeaseLost(hooked.append))
     worker.add_observer(lambda event, fields: observed.append((event, fields)))
     held = worker.dequeue(Q)
     assert held is not None

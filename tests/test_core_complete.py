@@ -12,8 +12,8 @@ import redis
 from core_helpers import Clients, CountingRedis, kill, queue_keys, sha
 
 import worqr
-from worqr._core.core import DEQUEUE_CHUNK
 from worqr._core.lua import source
+from worqr._core.processes import DEQUEUE_CHUNK
 
 Q = "jobs"
 
@@ -91,7 +91,7 @@ def test_complete_of_a_failed_worker_is_rejected_and_its_tasks_run_elsewhere(
         zombie.complete(Q, held, 2)  # refused whole: nothing finished, nothing taken
     assert zombie.complete(Q, held, 0) == ([False, False], [])
     assert [p.task for p in peer.dequeue_many(Q, 5)] == ["a", "b", "c"]
-    assert redis_client.zcard(queue_keys(prefix, Q).worker(old)) == 0
+    assert redis_client.zcard(queue_keys(prefix, Q).owned(old)) == 0
 
 
 def test_a_resent_complete_neither_duplicates_nor_hides(
@@ -107,7 +107,7 @@ def test_a_resent_complete_neither_duplicates_nor_hides(
     keys = queue_keys(prefix, Q)
     run = redis_client.register_script(source("complete"))
     call_keys = [
-        keys.tasks, keys.processes, keys.worker(worker_id), keys.members,
+        keys.tasks, keys.processes, keys.owned(worker_id), keys.members,
         keys.idle, keys.seq, keys.recoveries, keys.stats,
     ]  # fmt: skip
     args = [worker_id, f"{worker_id}.resend.", 2, *(p.id for p in held)]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 
+from helpers import OnLeaseLost
+
 import worqr
 from worqr._core.calls import Call
 
@@ -18,7 +20,7 @@ from worqr._core.calls import Call
 def test_heartbeat_after_the_goodbye_does_not_re_register(redis_url: str, prefix: str) -> None:
     wq = worqr.Worqr(redis_url, prefix=prefix, ttl=30.0, heartbeat=20.0)  # no timer beats
     lost: list[str] = []
-    wq.add_lease_lost_hook(lost.append)
+    wq.add_hooks(OnLeaseLost(lost.append))
     try:
         wq.start_worker()
         wq.start_work("jobs")

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 import redis
-from helpers import wait_until
+from helpers import OnLeaseLost, wait_until
 
 import worqr
-from worqr._core.core import DEQUEUE_CHUNK
 from worqr._core.lua import source
+from worqr._core.processes import DEQUEUE_CHUNK
 from worqr._keys import MeshKeys
 
 LONG = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}
@@ -309,7 +309,7 @@ def test_a_resent_dequeue_chunk_returns_what_it_took(
     args = (
         keys.tasks,
         keys.processes,
-        keys.worker(worker_id),
+        keys.owned(worker_id),
         keys.members,
         keys.idle,
         keys.seq,
@@ -337,7 +337,7 @@ def test_a_worker_that_has_not_heard_of_a_delete_rejoins_the_queue(
     keys = MeshKeys(prefix).queue("q")
     worker_id = worker.worker_id or ""
     # What delete_queue deletes, without its "delete" event (not heard yet).
-    redis_client.delete(keys.tasks, keys.processes, keys.members, keys.idle, keys.worker(worker_id))
+    redis_client.delete(keys.tasks, keys.processes, keys.members, keys.idle, keys.owned(worker_id))
     wq.enqueue_many("q", ["new", "newer"])
     taken = worker.dequeue_many("q", 5)
     assert [p.task for p in taken] == ["new", "newer"]
@@ -498,7 +498,7 @@ def test_heartbeat_after_the_lease_is_lost_re_registers(
     lost: list[str] = []
     zombie = make()
     old = zombie.start_worker()
-    zombie.add_lease_lost_hook(lost.append)
+    zombie.add_hooks(OnLeaseLost(lost.append))
     wq.enqueue_many("q", ["a", "b"])
     held = zombie.dequeue("q")
     assert held is not None

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
-from helpers import async_wait_until
+from helpers import OnLeaseLost, async_wait_until
 
 import worqr
 from worqr._keys import MeshKeys
@@ -43,7 +43,7 @@ def test_the_clients_have_the_same_methods_and_signatures() -> None:
             inspect.signature(sync).parameters.keys() == inspect.signature(other).parameters.keys()
         )
         # What waits on Redis is a coroutine in the async client; local helpers are not.
-        local = name in {"lease_fresh", "add_observer", "add_lease_lost_hook"}
+        local = name in {"lease_fresh", "add_observer", "add_hooks"}
         assert inspect.iscoroutinefunction(other) is not local, name
     sync_init = inspect.signature(worqr.Worqr.__init__).parameters.values()
     async_init = inspect.signature(worqr.AsyncWorqr.__init__).parameters.values()
@@ -233,7 +233,7 @@ def test_async_peer_fails_an_expired_worker_and_the_zombie_recovers(
             worqr.AsyncWorqr(redis_url, settings=fast) as peer,
         ):
             old = await zombie.start_worker()
-            zombie.add_lease_lost_hook(lost.append)
+            zombie.add_hooks(OnLeaseLost(lost.append))
             await peer.start_worker()
             await peer.enqueue_many("q", ["a", "b", "c"])
             held = await zombie.dequeue_many("q", 2)

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import redis
-from helpers import wait_until
+from helpers import OnLeaseLost, wait_until
 
 import worqr
 from worqr._core.lua import source
@@ -361,34 +361,45 @@ def test_sigkilled_worker_is_failed_by_a_peer_within_ttl_plus_heartbeat(
 
 
 def test_a_recovery_cut_short_is_redone_and_reported_once(
-    make: Factory, redis_client: redis.Redis, prefix: str
+    redis_url: str, redis_client: redis.Redis, prefix: str
 ) -> None:
     """The heartbeat finds the lease gone and starts recovering; the recovery is
-    cut short halfway (here a lease-lost hook fails once, as a dropped connection
-    would). The next heartbeat finishes the recovery, and the loss is reported
-    (event and hooks) once, not once per try: a process that reported two losses
-    looked like a crash loop in the Redis stall scenario's count."""
-    worker = make()
-    worker.start_work("q")
-    worker.enqueue("q", "held")
-    assert worker.dequeue("q") is not None
-    events: list[str] = []
-    hooked: list[str] = []
-    worker.add_observer(lambda event, fields: events.append(event))
+    cut short halfway (Redis refuses the worker's scripts once, right after the
+    loss is reported). The next heartbeat finishes the recovery, and the loss is
+    reported (event and hooks) once, not once per try: a process that reported
+    two losses looked like a crash loop in the Redis stall scenario's count."""
+    user = f"cut-{prefix}"
+    redis_client.acl_setuser(
+        user, enabled=True, passwords=["+pw"], keys="*", channels="*", commands=["+@all"]
+    )
+    url = redis_url.replace("redis://", f"redis://{user}:pw@")
+    worker = worqr.Worqr(url, settings=worqr.Settings(prefix=prefix, **LONG))
+    try:
+        worker.start_worker()
+        worker.start_work("q")
+        worker.enqueue("q", "held")
+        assert worker.dequeue("q") is not None
+        events: list[str] = []
+        hooked: list[str] = []
+        worker.add_observer(lambda event, fields: events.append(event))
 
-    def cut(old: str) -> None:
-        hooked.append(old)
-        if len(hooked) == 1:
-            raise redis.ConnectionError("dropped halfway")
+        def cut(old: str) -> None:
+            hooked.append(old)
+            if len(hooked) == 1:  # the recovery's next script is refused
+                redis_client.acl_setuser(user, commands=["-evalsha"])
 
-    worker.add_lease_lost_hook(cut)
-    old = kill(redis_client, prefix, worker)
-    with pytest.raises(redis.ConnectionError):
-        worker.heartbeat()  # cut short right after reporting the loss
-    assert worker.worker_id == old
-    assert worker.heartbeat() == "recovered"
-    assert worker.worker_id != old
-    assert hooked == [old] and events.count("lease_lost") == 1
-    assert worker.get_workers() == [worker.worker_id]
-    taken = worker.dequeue("q")  # the held task came back, and the queue was rejoined
-    assert taken is not None and taken.task == "held"
+        worker.add_hooks(OnLeaseLost(cut))
+        old = kill(redis_client, prefix, worker)
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            worker.heartbeat()  # cut short right after reporting the loss
+        assert worker.worker_id == old
+        redis_client.acl_setuser(user, commands=["+evalsha"])
+        assert worker.heartbeat() == "recovered"
+        assert worker.worker_id != old
+        assert hooked == [old] and events.count("lease_lost") == 1
+        assert worker.get_workers() == [worker.worker_id]
+        taken = worker.dequeue("q")  # the held task came back, and the queue was rejoined
+        assert taken is not None and taken.task == "held"
+    finally:
+        worker.close()
+        redis_client.acl_deluser(user)

@@ -23,7 +23,7 @@ import sys
 from worqr.metrics.worker import worker_metrics
 metrics = worker_metrics()
 started, finished = int(sys.argv[1]), int(sys.argv[2])
-metrics.observe("registered", {"worker": "w"})
+metrics.on_registered("w")
 for _ in range(started):
     metrics.on_started("jobs")
 for _ in range(finished):

@@ -37,7 +37,7 @@ def test_observer_counts_registrations_peers_recoveries_and_lease_loss(
     value = reader(registry)
     mesh = MeshKeys(prefix)
     with Worqr(redis_url, settings=slow(prefix)) as wq:
-        wq.add_observer(metrics.observe)
+        wq.add_hooks(metrics)
         wq.start_worker()
         assert value("worqr_registrations_total") == 1
 
@@ -78,7 +78,7 @@ def test_an_outage_counts_once_and_its_end_counts_as_a_reconnect(
     metrics = WorkerMetrics(registry)
     value = reader(registry)
     with Worqr(fresh_redis.url, prefix=prefix, ttl=3, heartbeat=0.05) as wq:
-        wq.add_observer(metrics.observe)
+        wq.add_hooks(metrics)
         wq.start_worker()
         fresh_redis.stop()
         wait_until(lambda: value("worqr_heartbeat_failures_total") >= 3, timeout=10)

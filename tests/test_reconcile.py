@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from helpers import wait_until
 
 import worqr
 from worqr._keys import MeshKeys
@@ -29,7 +30,7 @@ def _lose_finish(raw: redis.Redis, prefix: str, worker: str, pid: str, task: str
     promoted before the finish reached it would be."""
     keys = MeshKeys(prefix).queue("q")
     raw.hset(keys.processes, pid, task)
-    raw.zadd(keys.worker(worker), {pid: 0})
+    raw.zadd(keys.owned(worker), {pid: 0})
 
 
 def test_a_lost_finish_is_returned_to_the_front(
@@ -46,6 +47,38 @@ def test_a_lost_finish_is_returned_to_the_front(
     assert again is not None and again.task == "a"  # at the front, ahead of "c"
     assert wq.finish_process(second) and wq.finish_process(again)
     assert wq.reconcile() == 0
+
+
+def test_a_returned_task_wakes_an_idle_peer_without_an_outage(
+    wq: worqr.Worqr, redis_url: str, redis_client: redis.Redis, prefix: str
+) -> None:
+    """Regression: reconcile once called the stop script without its publish
+    argument. With an idle peer on the queue the script failed after it had
+    requeued the task: the peer left the idle set without a wake-up, and the
+    heartbeat that ran the reconcile failed as a phantom Redis outage."""
+    wq.enqueue("q", "a")
+    process = wq.dequeue("q")
+    assert process is not None and wq.finish_process(process)
+    _lose_finish(redis_client, prefix, wq.worker_id or "", process.id, "a")
+    keys = MeshKeys(prefix).queue("q")
+    with worqr.Worqr(redis_url, settings=worqr.Settings(prefix=prefix, **MANUAL)) as peer:
+        woken: list[object] = []
+        peer.on("q", lambda event, message: woken.append(message) if event == "work" else None)
+        peer.start_worker()
+        assert peer.dequeue("q") is None  # drained: the peer waits in the idle set
+        wait_until(lambda: woken, message="the peer's subscribe confirmation")
+        woken.clear()
+        assert redis_client.smembers(keys.idle) == {peer.worker_id.encode()}
+        down: list[str] = []
+        wq.add_observer(lambda event, fields: down.append(event) if "down" in event else None)
+        wq._core.last_heartbeat = time.monotonic() - 3 * wq.settings.heartbeat  # a missed beat
+        assert wq.heartbeat() in ("ok", "reaped")  # reconciles, and does not fail
+        assert down == []
+        assert wq.count_tasks("q") == 1
+        wait_until(lambda: woken == [1], message="the idle peer's wake-up")
+        taken = peer.dequeue("q")
+        assert taken is not None and taken.task == "a"
+        assert peer.finish_process(taken)
 
 
 def test_heartbeat_after_a_gap_reconciles(

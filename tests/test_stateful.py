@@ -389,7 +389,7 @@ class MeshMachine(RuleBasedStateMachine):
         # Each worker's own process set, in dequeue order (cancelled pids linger in
         # it until the worker acknowledges them, so only live processes count).
         for w in self.workers:
-            owned = [_text(p) for p in self.raw.zrange(keys.worker(w.worker_id), 0, -1)]
+            owned = [_text(p) for p in self.raw.zrange(keys.owned(w.worker_id), 0, -1)]
             mine = sorted(
                 (pid for pid, held in model.processes.items() if held.worker == w.worker_id),
                 key=lambda pid: model.processes[pid].seq,

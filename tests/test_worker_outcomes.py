@@ -53,7 +53,7 @@ def test_every_started_process_ends_in_exactly_one_outcome(
         if task == "hold":
             await asyncio.Event().wait()
 
-    caplog.set_level(logging.ERROR, logger="worqr.worker")
+    caplog.set_level(logging.ERROR, logger="worqr")
     runner.start(worker)
     client.enqueue_many("q", ["ok", "fail", "retry", "hold"])
     wait_until(lambda: recorder.ended() == 4 and worker.in_flight == 1)
@@ -64,7 +64,7 @@ def test_every_started_process_ends_in_exactly_one_outcome(
     assert (recorder.total("failed"), recorder.total("retried")) == (1, 1)
     assert (recorder.total("cancelled"), recorder.total("fenced")) == (1, 0)
     assert recorder.total("wakeup") >= 1 and recorder.dequeues
-    assert any("worker hook failed" in r.getMessage() for r in caplog.records)
+    assert any("hook BrokenHooks failed" in r.getMessage() for r in caplog.records)
     assert client.get_failed("q") == ["fail"]
     assert client.count_tasks("q") == client.count_processes("q") == 0
 
@@ -82,7 +82,7 @@ def test_payloads_are_logged_only_when_asked_and_then_truncated(
     def handle(task: str) -> None:
         raise RuntimeError("broken")
 
-    caplog.set_level(logging.ERROR, logger="worqr.worker")
+    caplog.set_level(logging.ERROR, logger="worqr")
     runner.start(worker)
     client.enqueue("q", "marker" + "x" * 100_000)
     wait_until(lambda: client.count_failed("q") == 1)
@@ -140,7 +140,7 @@ def test_a_sync_handler_returning_a_coroutine_fails_loudly(
 
     worker = worqr.Worker(redis_url, settings=settings(prefix))
     worker.handler("q")(lambda task: work(task))  # looks sync: the coroutine is never run
-    caplog.set_level(logging.ERROR, logger="worqr.worker")
+    caplog.set_level(logging.ERROR, logger="worqr")
     runner.start(worker)
     client.enqueue("q", "t")
     wait_until(lambda: client.get_failed("q") == ["t"])  # not silently "finished"

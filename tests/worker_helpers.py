@@ -95,7 +95,7 @@ class Recorder(worqr.WorkerHooks):
     def on_fenced(self, queue: str) -> None:
         self._add("fenced", queue)
 
-    def on_lease_lost(self) -> None:
+    def on_lease_lost(self, worker_id: str) -> None:
         self._add("lease_lost")
 
     def on_dequeue(self, queue: str, asked: int, got: int) -> None:

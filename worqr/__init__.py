@@ -15,18 +15,20 @@ from ._errors import (
     ReplicationTimeoutError,
     WorqrError,
 )
-from ._hooks import WorkerHooks
+from ._hooks import Hooks, WorkerHooks
 from ._keys import MAX_NAME_CHARS, validate_name
 from ._process import Process
 from ._runtime.context import ProcessContext, Retry, current_process
 from ._runtime.settings import WorkerSettings
 from ._runtime.worker import Worker
 from ._settings import Settings
+from ._version import __version__
 
 __all__ = [
     "MAX_NAME_CHARS",
     "AmbiguousResultError",
     "AsyncWorqr",
+    "Hooks",
     "LeaseLostError",
     "NotStartedError",
     "Process",
@@ -40,8 +42,7 @@ __all__ = [
     "WorkerSettings",
     "Worqr",
     "WorqrError",
+    "__version__",
     "current_process",
     "validate_name",
 ]
-
-__version__ = "0.1.0"

@@ -1,26 +1,67 @@
-"""Observability hooks of the worker runtime.
+"""The one observability interface: `Hooks`.
 
-The runtime calls these; metrics (`worqr.metrics`) implement them. The runtime
-never imports prometheus_client. Every started process ends in exactly one of
-finished, failed, retried, cancelled or fenced.
+The client calls the client-life methods (registered, lease lost, a peer
+failed, an outage starting and ending); the worker runtime calls the process
+methods (every started process ends in exactly one of finished, failed,
+retried, cancelled or fenced). Metrics (`worqr.metrics`) implement them; no
+other part of worqr imports prometheus_client.
+
+Hooks run on the thread or event loop that reports the event and must return
+quickly. One that raises is logged and the others still run.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from typing import Any
 
-class WorkerHooks:
-    """No-op base: subclass and override what you need."""
+logger = logging.getLogger("worqr")
 
-    def on_started(self, queue: str) -> None: ...
 
-    def on_finished(self, queue: str, seconds: float) -> None: ...
+class Hooks:
+    """No-op base: subclass it and override what you need. Pass instances to
+    `Worker(hooks=...)`, `Worker.add_hooks` or `Worqr.add_hooks`."""
 
-    def on_failed(self, queue: str, seconds: float) -> None: ...
+    # -- the client's life (Worqr, AsyncWorqr, and so every Worker) -------------
+
+    def on_registered(self, worker_id: str) -> None:
+        """This client registered in the mesh (at start, and again after a lost lease)."""
+
+    def on_lease_lost(self, worker_id: str) -> None:
+        """This client learned its lease expired and peers may have failed it.
+        Called with the lost id before its processes are returned and the client
+        re-registers; a worker stops the handlers that ran under that id."""
+
+    def on_peer_failed(self, worker_id: str, requeued: int, dead_lettered: int) -> None:
+        """This client failed a dead peer: ``requeued`` of its tasks went back to
+        the front of their queues, ``dead_lettered`` to the failed lists."""
+
+    def on_heartbeat_failed(self, error: str) -> None:
+        """A heartbeat could not reach Redis (``error`` is the exception's type name)."""
+
+    def on_redis_down(self, what: str, error: str) -> None:
+        """A loop of this client (``what``: heartbeat, listener, ...) lost Redis."""
+
+    def on_redis_up(self, what: str, seconds: float) -> None:
+        """That loop reached Redis again after ``seconds``."""
+
+    # -- processes of a Worker --------------------------------------------------
+
+    def on_started(self, queue: str) -> None:
+        """A handler started a process of ``queue``."""
+
+    def on_finished(self, queue: str, seconds: float) -> None:
+        """Its handler returned and the finish was accepted."""
+
+    def on_failed(self, queue: str, seconds: float) -> None:
+        """Its handler raised: the task went to the queue's failed list."""
 
     def on_retried(self, queue: str) -> None:
         """The task went back to the front (worqr.Retry, or a shutdown stopped its handler)."""
 
-    def on_cancelled(self, queue: str) -> None: ...
+    def on_cancelled(self, queue: str) -> None:
+        """The process was cancelled (by payload, a deleted queue, or it vanished)."""
 
     def on_fenced(self, queue: str) -> None:
         """The process was no longer ours: the worker lost its lease (a peer owns
@@ -31,8 +72,122 @@ class WorkerHooks:
         already lost (the dequeue ran late, e.g. after Redis stalled): it is not
         started, and the peers return its task to the front."""
 
-    def on_lease_lost(self) -> None: ...
+    def on_dequeue(self, queue: str, asked: int, got: int) -> None:
+        """A dequeue asked for ``asked`` tasks and got ``got``."""
 
-    def on_dequeue(self, queue: str, asked: int, got: int) -> None: ...
+    def on_wakeup(self, queue: str) -> None:
+        """A wake-up arrived for ``queue`` (a pub/sub hint or the fallback poll)."""
 
-    def on_wakeup(self, queue: str) -> None: ...
+
+WorkerHooks = Hooks
+"""The name `Hooks` had when only the worker runtime called it; kept as an alias."""
+
+
+class HookList(Hooks):
+    """Calls every registered `Hooks` in turn; a hook that raises is logged and
+    skipped. What the client and the runtime call."""
+
+    def __init__(self) -> None:
+        self._hooks: list[Hooks] = []
+
+    def add(self, hooks: Hooks) -> None:
+        if not isinstance(hooks, Hooks):
+            raise TypeError(f"hooks must be a worqr.Hooks, not {type(hooks).__name__}")
+        if hooks not in self._hooks:
+            self._hooks.append(hooks)
+
+    def __bool__(self) -> bool:
+        return bool(self._hooks)
+
+    def _each(self, call: Callable[[Hooks], object]) -> None:
+        for hooks in self._hooks:
+            try:
+                call(hooks)
+            except Exception:
+                logger.exception("hook %s failed", type(hooks).__name__)
+
+    def on_registered(self, worker_id: str) -> None:
+        self._each(lambda h: h.on_registered(worker_id))
+
+    def on_lease_lost(self, worker_id: str) -> None:
+        self._each(lambda h: h.on_lease_lost(worker_id))
+
+    def on_peer_failed(self, worker_id: str, requeued: int, dead_lettered: int) -> None:
+        self._each(lambda h: h.on_peer_failed(worker_id, requeued, dead_lettered))
+
+    def on_heartbeat_failed(self, error: str) -> None:
+        self._each(lambda h: h.on_heartbeat_failed(error))
+
+    def on_redis_down(self, what: str, error: str) -> None:
+        self._each(lambda h: h.on_redis_down(what, error))
+
+    def on_redis_up(self, what: str, seconds: float) -> None:
+        self._each(lambda h: h.on_redis_up(what, seconds))
+
+    def on_started(self, queue: str) -> None:
+        self._each(lambda h: h.on_started(queue))
+
+    def on_finished(self, queue: str, seconds: float) -> None:
+        self._each(lambda h: h.on_finished(queue, seconds))
+
+    def on_failed(self, queue: str, seconds: float) -> None:
+        self._each(lambda h: h.on_failed(queue, seconds))
+
+    def on_retried(self, queue: str) -> None:
+        self._each(lambda h: h.on_retried(queue))
+
+    def on_cancelled(self, queue: str) -> None:
+        self._each(lambda h: h.on_cancelled(queue))
+
+    def on_fenced(self, queue: str) -> None:
+        self._each(lambda h: h.on_fenced(queue))
+
+    def on_dropped(self, queue: str) -> None:
+        self._each(lambda h: h.on_dropped(queue))
+
+    def on_dequeue(self, queue: str, asked: int, got: int) -> None:
+        self._each(lambda h: h.on_dequeue(queue, asked, got))
+
+    def on_wakeup(self, queue: str) -> None:
+        self._each(lambda h: h.on_wakeup(queue))
+
+
+Observer = Callable[[str, dict[str, Any]], object]
+"""``observer(event, fields)``: the client-life hooks as an event name and its
+arguments by name (`Worqr.add_observer`)."""
+
+
+class ObserverHooks(Hooks):
+    """Adapts an `Observer` function to `Hooks`: each client-life hook becomes
+    ``observer(name, fields)``, e.g. ``("peer_failed", {"worker": ..., "requeued":
+    3, "dead_lettered": 0})``."""
+
+    def __init__(self, observer: Observer) -> None:
+        if not callable(observer):
+            raise TypeError("observer must be callable")
+        self.observer = observer
+
+    def __eq__(self, other: object) -> bool:  # one adapter per function: added once
+        return isinstance(other, ObserverHooks) and other.observer == self.observer
+
+    def __hash__(self) -> int:
+        return hash(self.observer)
+
+    def on_registered(self, worker_id: str) -> None:
+        self.observer("registered", {"worker": worker_id})
+
+    def on_lease_lost(self, worker_id: str) -> None:
+        self.observer("lease_lost", {"worker": worker_id})
+
+    def on_peer_failed(self, worker_id: str, requeued: int, dead_lettered: int) -> None:
+        fields = {"worker": worker_id, "requeued": requeued, "dead_lettered": dead_lettered}
+        self.observer("peer_failed", fields)
+
+    def on_heartbeat_failed(self, error: str) -> None:
+        self.observer("heartbeat_failed", {"error": error})
+
+    def on_redis_down(self, what: str, error: str) -> None:
+        self.observer("redis_down", {"what": what, "error": error})
+
+    def on_redis_up(self, what: str, seconds: float) -> None:
+        self.observer("redis_up", {"what": what, "seconds": seconds})

@@ -100,7 +100,7 @@ class QueueKeys:
     def wake(self, worker_id: str) -> str:
         return f"{self.wake_prefix}{worker_id}"
 
-    def worker(self, worker_id: str) -> str:
+    def owned(self, worker_id: str) -> str:
         """Sorted set of the worker's in-process ids on this queue, by dequeue order."""
         return f"{self.tag}:worker:{worker_id}"
 

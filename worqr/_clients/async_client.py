@@ -18,16 +18,16 @@ from redis.exceptions import NoScriptError
 from tenacity import AsyncRetrying
 
 from .._core.calls import Pinned, Plan, Request, Subscribe, may_resend
-from .._core.core import Callback
-from .._core.failures import OutageLog, final_error, tenacity_options
+from .._core.failures import final_error
 from .._core.lua import digest, source
 from .._core.pinned import Refresh, cluster_route, commands, target
-from .._process import Process
 from .._settings import Settings
+from .async_api import AsyncApi
 from .async_shards import AsyncClusterSubscriber
 from .connect import subscriber_client, subscriber_options
+from .outage import OutageLog
 from .pubsub_guard import AsyncPubSubGuard
-from .shell import Shell
+from .resend import tenacity_options
 
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
@@ -50,7 +50,7 @@ async def honour_cancel(call: Awaitable[T]) -> T:
     return result
 
 
-class AsyncWorqr(Shell):
+class AsyncWorqr(AsyncApi):
     """The asyncio twin of `Worqr`: same methods, awaited. Use ``async with``
     or call `aclose()`."""
 
@@ -168,143 +168,24 @@ class AsyncWorqr(Shell):
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
 
-    # -- producing -------------------------------------------------------------
-
-    async def enqueue(self, queue: str, task: str | bytes) -> None:
-        await self._drive(self._core.enqueue_many(queue, [task]))
-
-    async def enqueue_many(self, queue: str, tasks: Iterable[str | bytes]) -> int:
-        return await self._drive(self._core.enqueue_many(queue, tasks))
-
-    async def cancel_tasks(self, queue: str, task: str | bytes) -> int:
-        return await self._drive(self._core.cancel_tasks(queue, task))
-
-    async def delete_queue(self, queue: str) -> None:
-        await self._drive(self._core.delete_queue(queue))
-
-    # -- reading ---------------------------------------------------------------
-
-    async def get_queues(self) -> list[str]:
-        return await self._drive(self._core.get_queues())
-
-    async def get_workers(self) -> list[str]:
-        return await self._drive(self._core.get_workers())
-
-    async def get_working_queues(self, worker_id: str | None = None) -> list[str]:
-        return await self._drive(self._core.get_working_queues(worker_id))
-
-    async def get_worker_info(self, worker_id: str) -> dict[str, str]:
-        return await self._drive(self._core.get_worker_info(worker_id))
-
-    async def count_tasks(self, queue: str) -> int:
-        return await self._drive(self._core.count_tasks(queue))
-
-    async def count_processes(self, queue: str) -> int:
-        return await self._drive(self._core.count_processes(queue))
-
-    async def count_failed(self, queue: str) -> int:
-        return await self._drive(self._core.count_failed(queue))
-
-    async def get_failed(self, queue: str) -> list[str | bytes]:
-        return await self._drive(self._core.get_failed(queue))
-
-    async def get_stats(self, queue: str) -> dict[str, int]:
-        return await self._drive(self._core.get_stats(queue))
-
-    async def workers_alive(self, worker_ids: Iterable[str]) -> list[bool]:
-        return await self._drive(self._core.workers_alive(worker_ids))
-
-    async def count_worker_processes(self, queue: str, worker_id: str) -> int:
-        return await self._drive(self._core.count_worker_processes(queue, worker_id))
-
-    async def requeue_failed(self, queue: str) -> int:
-        return await self._drive(self._core.requeue_failed(queue))
-
-    async def purge_failed(self, queue: str) -> int:
-        return await self._drive(self._core.purge_failed(queue))
-
-    # -- working ---------------------------------------------------------------
-
-    async def start_worker(self) -> str:
-        async with self._start_lock:
-            if self._core.worker_id is not None:
-                return self._core.worker_id
-            worker = await self._drive(self._core.start_worker())
-            self._spawn(self._heartbeat_loop(), "worqr-heartbeat")
-            return worker
-
-    async def start_work(self, queue: str) -> None:
-        await self._drive(self._core.start_work(queue))
-
-    async def stop_work(self, queue: str) -> None:
-        await self._drive(self._core.stop_work(queue))
-
-    async def on(self, queue: str, callback: Callback) -> None:
-        """``callback(event, message)``; it may be a coroutine function."""
-        await self._drive(self._core.on(queue, callback))
-
-    async def dequeue(self, queue: str) -> Process | None:
-        taken = await self._drive(self._core.dequeue(queue, 1))
-        return taken[0] if taken else None
-
-    async def dequeue_many(self, queue: str, count: int) -> list[Process]:
-        return await self._drive(self._core.dequeue(queue, count))
-
-    async def finish_process(self, process: str | Process) -> bool:
-        return await self._drive(self._core.finish_process(process))
-
-    async def complete(
-        self, queue: str, finished: Iterable[str | Process], count: int = 0
-    ) -> tuple[list[bool], list[Process]]:
-        """Finish processes of ``queue`` and take up to ``count`` more tasks from its
-        front, in one script call. Returns a flag per finished process (False: it no
-        longer existed, as `finish_process`) and the new processes."""
-        return await self._drive(self._core.complete(queue, finished, count))
-
-    async def stop_process(self, process: str | Process) -> bool:
-        return await self._drive(self._core.stop_process(process))
-
-    async def fail_process(self, process: str | Process) -> bool:
-        """Dead-letter a process whose task failed; False if it no longer exists."""
-        return await self._drive(self._core.fail_process(process))
-
-    async def processes_exist(self, queue: str, pids: Iterable[str]) -> list[bool]:
-        """Whether each process still exists (not finished, cancelled or failed over)."""
-        return await self._drive(self._core.processes_exist(queue, pids))
-
-    async def configure_queue(self, queue: str, *, max_recoveries: int | None) -> None:
-        """Per-queue options shared by the mesh; max_recoveries=-1: never dead-letter."""
-        await self._drive(self._core.configure_queue(queue, max_recoveries=max_recoveries))
-
-    async def fail_worker(self) -> int:
-        return await self._drive(self._core.fail_worker())
-
-    async def reconcile(self) -> int:
-        """Return to the front the processes Redis says this worker holds but this
-        client no longer runs (acknowledgements Redis lost, e.g. in a failover);
-        heartbeats do it after an outage. Returns how many."""
-        return await self._drive(self._core.reconcile())
-
-    async def reap(self) -> int:
-        return await self._drive(self._core.reap())
-
-    async def heartbeat(self) -> str:
-        return await self._drive(self._core.heartbeat(), deadline=0)
-
     # -- background loops --------------------------------------------------------
 
     def _spawn(self, loop: Any, name: str) -> None:
         self._tasks.append(asyncio.create_task(loop, name=name))
 
+    def _start_heartbeat(self) -> None:
+        self._spawn(self._heartbeat_loop(), "worqr-heartbeat")
+
     async def _heartbeat_loop(self) -> None:
-        outage = OutageLog("heartbeat", self._core.emit)
+        hooks = self._core.hooks
+        outage = OutageLog("heartbeat", hooks)
         while not self._closing:
             await asyncio.sleep(outage.backoff() if outage.since else self.settings.heartbeat)
             try:
                 await self._drive(self._core.heartbeat(), deadline=0)
                 outage.ok()
             except Exception as error:
-                self._core.emit("heartbeat_failed", error=type(error).__name__)
+                hooks.on_heartbeat_failed(type(error).__name__)
                 outage.failed(error)
 
     def _ensure_listener(self) -> PubSub | AsyncClusterSubscriber:
@@ -328,7 +209,7 @@ class AsyncWorqr(Shell):
         pubsub = self._pubsub
         assert pubsub is not None
         guard = self._pubsub_guard
-        outage = OutageLog("listener", self._core.emit)
+        outage = OutageLog("listener", self._core.hooks)
         next_poll = time.monotonic() + self.settings.poll_interval
         while not self._closing:
             wait = min(0.25, max(0.0, next_poll - time.monotonic()))

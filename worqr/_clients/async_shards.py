@@ -1,6 +1,7 @@
-"""The asyncio twin of `_shards.ClusterSubscriber`: pub/sub on a Redis Cluster
-over one subscriber connection per node that owns a subscribed channel's slot.
-The routing lives in `_shards.ShardRouter`; only the waiting differs."""
+"""Pub/sub on a Redis Cluster for the asyncio client: one subscriber connection,
+and one reader task, per node that owns a subscribed channel's slot. Where each
+channel goes is decided by `worqr._core.shards.ShardRouter` (as for the sync
+subscriber in `shards`); only the waiting differs."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from redis.asyncio.client import PubSub
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import SlotNotCoveredError
 
-from .._core.reads import text
-from .shards import UNSUBSCRIBED, ShardRouter, node_overrides
+from .._core.base import text
+from .._core.shards import UNSUBSCRIBED, CloseIdle, DropNode, Join, Leave, ShardRouter
+from .shards import node_overrides
 
 logger = logging.getLogger("worqr")
 
@@ -90,7 +92,8 @@ class AsyncClusterSubscriber:
                 reader = self._readers.get(node)
                 if reader is not None:
                     await self._leave(reader, names)
-            await self._close_idle()
+            for step in self._router.idle(self._readers.keys()):
+                await self._retire(step.node)
 
     async def get_message(self, timeout: float = 0.0) -> dict[str, Any] | None:
         if self._stale:
@@ -142,24 +145,27 @@ class AsyncClusterSubscriber:
 
     async def _place(self, *, refresh: bool) -> None:
         await self._cluster.initialize()  # a client passed in may not have read the slot map
-        if refresh:
+        known = None
+        if refresh:  # channels the server may have dropped silently are placed again
             await self._cluster.nodes_manager.initialize()
             known = {node.name for node in self._cluster.get_nodes()}
-            for node in [name for name in self._readers if name not in known]:
-                await self._drop_reader(node)
-        leave, join = self._router.plan(self._owner)
-        for node, names in leave.items():
-            reader = self._readers.get(node)
-            if reader is not None:
-                await self._leave(reader, names)
-        for node, names in join.items():
-            reader = self._reader(node)
-            if self._sharded:
-                await reader.pubsub.ssubscribe(*names)
+        for step in self._router.placement(self._readers.keys(), self._owner, known):
+            if isinstance(step, DropNode | CloseIdle):
+                await self._retire(step.node)
+            elif isinstance(step, Leave):
+                reader = self._readers.get(step.node)
+                if reader is not None:
+                    await self._leave(reader, step.channels)
             else:
-                await reader.pubsub.subscribe(*names)
-            self._router.place(node, names)
-        await self._close_idle()
+                await self._join(step)
+
+    async def _join(self, step: Join) -> None:
+        reader = self._reader(step.node)
+        if self._sharded:
+            await reader.pubsub.ssubscribe(*step.channels)
+        else:
+            await reader.pubsub.subscribe(*step.channels)
+        self._router.place(step.node, step.channels)
 
     async def _leave(self, reader: _NodeReader, names: list[str]) -> None:
         try:
@@ -185,11 +191,9 @@ class AsyncClusterSubscriber:
 
     async def _drop_reader(self, node: str) -> None:
         self._router.forget_node(node)
+        await self._retire(node)
+
+    async def _retire(self, node: str) -> None:
         reader = self._readers.pop(node, None)
         if reader is not None:
             await reader.close()
-
-    async def _close_idle(self) -> None:
-        used = self._router.nodes()
-        for node in [name for name in self._readers if name not in used]:
-            await self._readers.pop(node).close()

@@ -11,13 +11,11 @@ import redis as redis_py
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.client import PubSub as AsyncPubSub
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
-from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
-from redis.retry import Retry
 
-from .._core.failures import no_redis_retries
 from .._errors import WorqrError
 from .._settings import Settings
+from .resend import NEVER_RESEND, no_redis_retries
 from .sentinel import SentinelTarget, async_master_client, master_client
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
@@ -77,18 +75,14 @@ def check_client(client: Any, role: str, *, asynchronous: bool, cluster: bool) -
         target.cluster_error_retry_attempts = 0
 
 
-# What a cluster node's plain client must resend: nothing (see cluster_node_client).
-_NEVER_RESEND = Retry(NoBackoff(), 0)
-
-
 def cluster_node_client(cluster: RedisCluster, node: Any) -> redis_py.Redis:
     """redis-py's plain client of one node of ``cluster``, for a pipeline pinned
     to that node (`worqr._core.pinned`). A pipeline resends through its connection's
     retry object (the cluster's own commands do not), and what the cluster gives
     its node clients differs across redis-py versions: worqr's never resends."""
     client: redis_py.Redis = cluster.get_redis_connection(node)
-    if client.get_retry() is not _NEVER_RESEND:
-        client.set_retry(_NEVER_RESEND)
+    if client.get_retry() is not NEVER_RESEND:
+        client.set_retry(NEVER_RESEND)
     return client
 
 

@@ -28,7 +28,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.sentinel import Sentinel
 
-from .._core.failures import no_redis_retries
+from .resend import no_redis_retries
 
 SCHEME = "redis+sentinel"
 _QUERY_KEYS = ("sentinel_password", "sentinel_username")

@@ -1,95 +1,22 @@
-"""Pub/sub on a Redis Cluster: one subscriber connection per node that owns a
-subscribed channel's slot.
-
-With sharded pub/sub (Redis >= 7) a channel lives on the shard that owns its
-slot, so worqr subscribes (``SSUBSCRIBE``) on that node. With classic pub/sub
-(older servers) a ``PUBLISH`` reaches every node, and the same routing simply
-spreads the subscriptions. When a slot moves, the old owner ends the shard
-subscriptions of that slot (a ``sunsubscribe`` the client did not ask for) and
-refuses new ones with ``MOVED``; the subscriber then refreshes the slot map and
-subscribes again on the new owner. The new confirmation is a drain hint, as after
-any (re)subscribe (design invariant 7), and the fallback poll covers the gap.
-
-`ShardRouter` is the bookkeeping (no I/O), shared by the sync subscriber here and
-the asyncio one in `_ashards`.
-"""
+"""Pub/sub on a Redis Cluster for the sync client: one subscriber connection,
+and one reader thread, per node that owns a subscribed channel's slot. Where
+each channel goes is decided by `worqr._core.shards.ShardRouter`; this module
+only carries out its steps and reads."""
 
 from __future__ import annotations
 
 import logging
 import queue
 import threading
-from collections import defaultdict
-from collections.abc import Callable, Iterable
 from typing import Any
 
 import redis as redis_py
 from redis.client import PubSub
 
-from .._core.reads import text
+from .._core.base import text
+from .._core.shards import UNSUBSCRIBED, CloseIdle, DropNode, Join, Leave, ShardRouter
 
 logger = logging.getLogger("worqr")
-
-Placement = dict[str, list[str]]
-"""Node name -> channels."""
-
-UNSUBSCRIBED = frozenset({"sunsubscribe", "unsubscribe"})
-
-
-class ShardRouter:
-    """Which channels are wanted and on which node each one is subscribed."""
-
-    def __init__(self) -> None:
-        self.wanted: set[str] = set()
-        self.placed: dict[str, str] = {}  # channel -> node name it was subscribed on
-
-    def want(self, channels: Iterable[str]) -> None:
-        self.wanted.update(channels)
-
-    def unwant(self, channels: Iterable[str]) -> Placement:
-        """Forget ``channels``; returns where to unsubscribe them."""
-        where: Placement = defaultdict(list)
-        for channel in channels:
-            self.wanted.discard(channel)
-            node = self.placed.pop(channel, None)
-            if node is not None:
-                where[node].append(channel)
-        return dict(where)
-
-    def plan(self, owner: Callable[[str], str]) -> tuple[Placement, Placement]:
-        """(unsubscribe, subscribe) per node to put every wanted channel on the
-        node ``owner`` names for it now."""
-        leave: Placement = defaultdict(list)
-        join: Placement = defaultdict(list)
-        for channel in sorted(self.wanted):
-            node = owner(channel)
-            current = self.placed.get(channel)
-            if current == node:
-                continue
-            if current is not None:
-                leave[current].append(channel)
-            join[node].append(channel)
-        return dict(leave), dict(join)
-
-    def place(self, node: str, channels: Iterable[str]) -> None:
-        for channel in channels:
-            self.placed[channel] = node
-
-    def dropped(self, node: str, channel: str) -> bool:
-        """The server ended our subscription of ``channel`` on ``node`` (its slot
-        moved). True when it is still wanted: subscribe it again elsewhere."""
-        if self.placed.get(channel) != node:
-            return False
-        del self.placed[channel]
-        return channel in self.wanted
-
-    def forget_node(self, node: str) -> None:
-        """Nothing is known to be subscribed on ``node`` any more."""
-        for channel in [c for c, where in self.placed.items() if where == node]:
-            del self.placed[channel]
-
-    def nodes(self) -> set[str]:
-        return set(self.placed.values())
 
 
 def node_overrides(options: dict[str, Any]) -> dict[str, Any]:
@@ -170,7 +97,8 @@ class ClusterSubscriber:
                     reader = self._readers.get(node)
                     if reader is not None:
                         self._leave(reader, names)
-                self._close_idle()
+                for step in self._router.idle(self._readers.keys()):
+                    self._retire(step.node)
         finally:
             self._close_retired()
 
@@ -235,25 +163,27 @@ class ClusterSubscriber:
         return str(self._cluster.get_node_from_key(channel).name)
 
     def _place(self, *, refresh: bool) -> None:
-        if refresh:
+        known = None
+        if refresh:  # channels the server may have dropped silently are placed again
             self._cluster.nodes_manager.initialize()
-            # Any channel the server may have dropped silently is subscribed again.
-            for node in list(self._router.nodes()):
-                if node not in {n.name for n in self._cluster.get_nodes()}:
-                    self._drop_reader(node)
-        leave, join = self._router.plan(self._owner)
-        for node, names in leave.items():
-            reader = self._readers.get(node)
-            if reader is not None:
-                self._leave(reader, names)
-        for node, names in join.items():
-            reader = self._reader(node)
-            if self._sharded:
-                reader.pubsub.ssubscribe(*names)
+            known = {node.name for node in self._cluster.get_nodes()}
+        for step in self._router.placement(self._readers.keys(), self._owner, known):
+            if isinstance(step, DropNode | CloseIdle):
+                self._retire(step.node)
+            elif isinstance(step, Leave):
+                reader = self._readers.get(step.node)
+                if reader is not None:
+                    self._leave(reader, step.channels)
             else:
-                reader.pubsub.subscribe(*names)
-            self._router.place(node, names)
-        self._close_idle()
+                self._join(step)
+
+    def _join(self, step: Join) -> None:
+        reader = self._reader(step.node)
+        if self._sharded:
+            reader.pubsub.ssubscribe(*step.channels)
+        else:
+            reader.pubsub.subscribe(*step.channels)
+        self._router.place(step.node, step.channels)
 
     def _leave(self, reader: _NodeReader, names: list[str]) -> None:
         try:
@@ -278,11 +208,10 @@ class ClusterSubscriber:
 
     def _drop_reader(self, node: str) -> None:
         self._router.forget_node(node)
+        self._retire(node)
+
+    def _retire(self, node: str) -> None:
+        """Close ``node``'s reader once the lock is released."""
         reader = self._readers.pop(node, None)
         if reader is not None:
             self._retired.append(reader)
-
-    def _close_idle(self) -> None:
-        used = self._router.nodes()
-        for node in [name for name in self._readers if name not in used]:
-            self._retired.append(self._readers.pop(node))

@@ -4,10 +4,11 @@ client's life."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-from .._core.core import Core, Observer
+from .._core import Core
+from .._hooks import Hooks, Observer, ObserverHooks
 from .._settings import Settings, with_overrides
 from .connect import (
     check_client,
@@ -97,12 +98,14 @@ class Shell:
         """False when this worker has not heartbeat for most of its TTL."""
         return self._core.lease_fresh()
 
-    def add_observer(self, observer: Observer) -> None:
-        """Call ``observer(event, fields)`` on the client's life events (see
-        `worqr._core.core.Observer`): registered, lease_lost, peer_failed,
-        heartbeat_failed, redis_down, redis_up."""
-        self._core.observers.append(observer)
+    def add_hooks(self, hooks: Hooks) -> None:
+        """Report this client's life to ``hooks`` (a `worqr.Hooks`): registered,
+        lease lost, peer failed, heartbeat failed, Redis down and up again."""
+        self._core.hooks.add(hooks)
 
-    def add_lease_lost_hook(self, hook: Callable[[str], object]) -> None:
-        """Call ``hook(old_worker_id)`` when this worker learns it was failed."""
-        self._core.lease_lost_hooks.append(hook)
+    def add_observer(self, observer: Observer) -> None:
+        """Call ``observer(event, fields)`` on the client's life events, the same
+        as `add_hooks` reports them: "registered" (worker), "lease_lost" (worker),
+        "peer_failed" (worker, requeued, dead_lettered), "heartbeat_failed"
+        (error), "redis_down" (what, error), "redis_up" (what, seconds)."""
+        self._core.hooks.add(ObserverHooks(observer))

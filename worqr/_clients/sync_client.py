@@ -17,16 +17,16 @@ from redis.exceptions import NoScriptError
 from tenacity import Retrying
 
 from .._core.calls import Pinned, Plan, Request, Subscribe, may_resend
-from .._core.core import Callback
-from .._core.failures import OutageLog, final_error, tenacity_options
+from .._core.failures import final_error
 from .._core.lua import digest, source
 from .._core.pinned import Command, Refresh, cluster_route, commands, target
-from .._process import Process
 from .._settings import Settings
 from .connect import cluster_node_client, subscriber_client, subscriber_options
+from .outage import OutageLog
 from .pubsub_guard import PubSubGuard
+from .resend import tenacity_options
 from .shards import ClusterSubscriber
-from .shell import Shell
+from .sync_api import SyncApi
 
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
@@ -40,7 +40,7 @@ def _pipeline(client: redis_py.Redis, sent: list[Command]) -> list[Any]:
         return pipe.execute(raise_on_error=False)
 
 
-class Worqr(Shell):
+class Worqr(SyncApi):
     """A client of one worqr mesh: produce tasks, and optionally be a worker.
 
     See the README for the semantics of each method. Thread-safe for use from
@@ -82,7 +82,8 @@ class Worqr(Shell):
         self._pubsub_guard = PubSubGuard()  # every use of _pubsub, from any thread
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # creating the listener
+        self._start_lock = threading.Lock()
 
     # -- driving plans ---------------------------------------------------------
 
@@ -156,144 +157,6 @@ class Worqr(Shell):
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
 
-    # -- producing -------------------------------------------------------------
-
-    def enqueue(self, queue: str, task: str | bytes) -> None:
-        """Add one task to the back of ``queue``."""
-        self._drive(self._core.enqueue_many(queue, [task]))
-
-    def enqueue_many(self, queue: str, tasks: Iterable[str | bytes]) -> int:
-        """Add tasks to the back of ``queue`` in order; returns how many."""
-        return self._drive(self._core.enqueue_many(queue, tasks))
-
-    def cancel_tasks(self, queue: str, task: str | bytes) -> int:
-        """Cancel every copy of ``task``: queued copies are removed, in-process
-        copies end and their workers are told. Returns how many copies."""
-        return self._drive(self._core.cancel_tasks(queue, task))
-
-    def delete_queue(self, queue: str) -> None:
-        """Drop ``queue`` with its tasks and processes; listeners get "delete"."""
-        self._drive(self._core.delete_queue(queue))
-
-    # -- reading ---------------------------------------------------------------
-
-    def get_queues(self) -> list[str]:
-        return self._drive(self._core.get_queues())
-
-    def get_workers(self) -> list[str]:
-        return self._drive(self._core.get_workers())
-
-    def get_working_queues(self, worker_id: str | None = None) -> list[str]:
-        return self._drive(self._core.get_working_queues(worker_id))
-
-    def get_worker_info(self, worker_id: str) -> dict[str, str]:
-        return self._drive(self._core.get_worker_info(worker_id))
-
-    def count_tasks(self, queue: str) -> int:
-        return self._drive(self._core.count_tasks(queue))
-
-    def count_processes(self, queue: str) -> int:
-        return self._drive(self._core.count_processes(queue))
-
-    def count_failed(self, queue: str) -> int:
-        return self._drive(self._core.count_failed(queue))
-
-    def get_failed(self, queue: str) -> list[str | bytes]:
-        return self._drive(self._core.get_failed(queue))
-
-    def get_stats(self, queue: str) -> dict[str, int]:
-        """Lifetime counters of ``queue`` by event: enqueued, dequeued, finished,
-        stopped, released, recovered, dead_lettered, failed, cancelled, redriven."""
-        return self._drive(self._core.get_stats(queue))
-
-    def workers_alive(self, worker_ids: Iterable[str]) -> list[bool]:
-        """Whether each worker's lease currently exists."""
-        return self._drive(self._core.workers_alive(worker_ids))
-
-    def count_worker_processes(self, queue: str, worker_id: str) -> int:
-        return self._drive(self._core.count_worker_processes(queue, worker_id))
-
-    def requeue_failed(self, queue: str) -> int:
-        """Move the dead letters of ``queue`` to its back, oldest first; returns how many."""
-        return self._drive(self._core.requeue_failed(queue))
-
-    def purge_failed(self, queue: str) -> int:
-        """Drop the dead letters of ``queue``; returns how many."""
-        return self._drive(self._core.purge_failed(queue))
-
-    # -- working ---------------------------------------------------------------
-
-    def start_worker(self) -> str:
-        """Register in the mesh and start the heartbeat and peer supervision."""
-        with self._lock:
-            if self._core.worker_id is not None:
-                return self._core.worker_id
-            worker = self._drive(self._core.start_worker())
-            self._spawn("worqr-heartbeat", self._heartbeat_loop)
-            return worker
-
-    def start_work(self, queue: str) -> None:
-        self._drive(self._core.start_work(queue))
-
-    def stop_work(self, queue: str) -> None:
-        """Stop working on ``queue``; its processes go back to the front."""
-        self._drive(self._core.stop_work(queue))
-
-    def on(self, queue: str, callback: Callback) -> None:
-        """Call ``callback(event, message)`` for "work", "cancel" and "delete"."""
-        self._drive(self._core.on(queue, callback))
-
-    def dequeue(self, queue: str) -> Process | None:
-        """Take the task at the front of ``queue``, or None when it is empty."""
-        taken = self._drive(self._core.dequeue(queue, 1))
-        return taken[0] if taken else None
-
-    def dequeue_many(self, queue: str, count: int) -> list[Process]:
-        """Take up to ``count`` tasks from the front of ``queue`` in one call."""
-        return self._drive(self._core.dequeue(queue, count))
-
-    def finish_process(self, process: str | Process) -> bool:
-        return self._drive(self._core.finish_process(process))
-
-    def complete(
-        self, queue: str, finished: Iterable[str | Process], count: int = 0
-    ) -> tuple[list[bool], list[Process]]:
-        """Finish processes of ``queue`` and take up to ``count`` more tasks from its
-        front, in one script call. Returns a flag per finished process (False: it no
-        longer existed, as `finish_process`) and the new processes."""
-        return self._drive(self._core.complete(queue, finished, count))
-
-    def stop_process(self, process: str | Process) -> bool:
-        return self._drive(self._core.stop_process(process))
-
-    def fail_process(self, process: str | Process) -> bool:
-        """Dead-letter a process whose task failed; False if it no longer exists."""
-        return self._drive(self._core.fail_process(process))
-
-    def processes_exist(self, queue: str, pids: Iterable[str]) -> list[bool]:
-        """Whether each process still exists (not finished, cancelled or failed over)."""
-        return self._drive(self._core.processes_exist(queue, pids))
-
-    def configure_queue(self, queue: str, *, max_recoveries: int | None) -> None:
-        """Per-queue options shared by the mesh; max_recoveries=-1: never dead-letter."""
-        self._drive(self._core.configure_queue(queue, max_recoveries=max_recoveries))
-
-    def fail_worker(self) -> int:
-        return self._drive(self._core.fail_worker())
-
-    def reconcile(self) -> int:
-        """Return to the front the processes Redis says this worker holds but this
-        client no longer runs (acknowledgements Redis lost, e.g. in a failover);
-        heartbeats do it after an outage. Returns how many."""
-        return self._drive(self._core.reconcile())
-
-    def reap(self) -> int:
-        return self._drive(self._core.reap())
-
-    def heartbeat(self) -> str:
-        """Run one heartbeat now (the background thread does it every interval)."""
-        return self._drive(self._core.heartbeat(), deadline=0)
-
     # -- background loops --------------------------------------------------------
 
     def _spawn(self, name: str, target: Any) -> None:
@@ -301,15 +164,19 @@ class Worqr(Shell):
         self._threads.append(thread)
         thread.start()
 
+    def _start_heartbeat(self) -> None:
+        self._spawn("worqr-heartbeat", self._heartbeat_loop)
+
     def _heartbeat_loop(self) -> None:
-        outage = OutageLog("heartbeat", self._core.emit)
+        hooks = self._core.hooks
+        outage = OutageLog("heartbeat", hooks)
         interval = self.settings.heartbeat
         while not self._stopping.wait(outage.backoff() if outage.since else interval):
             try:
                 self._drive(self._core.heartbeat(), deadline=0)
                 outage.ok()
             except Exception as error:
-                self._core.emit("heartbeat_failed", error=type(error).__name__)
+                hooks.on_heartbeat_failed(type(error).__name__)
                 outage.failed(error)
 
     def _ensure_listener(self) -> PubSub | ClusterSubscriber:
@@ -335,7 +202,7 @@ class Worqr(Shell):
         pubsub = self._pubsub
         assert pubsub is not None
         guard = self._pubsub_guard
-        outage = OutageLog("listener", self._core.emit)
+        outage = OutageLog("listener", self._core.hooks)
         next_poll = time.monotonic() + self.settings.poll_interval
         while not self._stopping.is_set():
             wait = min(0.25, max(0.0, next_poll - time.monotonic()))

@@ -1,1 +1,20 @@
-"""_core"""
+"""The sans-I/O core: what to send to Redis and how to read the replies.
+
+Imports no socket, thread or asyncio code (``tests/test_layers.py`` checks it):
+the clients in `worqr._clients` execute its plans.
+"""
+
+from __future__ import annotations
+
+from .base import Callback
+from .liveness import Liveness
+from .notify import Notifications
+from .produce import Producing
+from .reads import Reads
+
+
+class Core(Liveness, Producing, Reads, Notifications):
+    """State and plans of one client: every plan `Worqr` and `AsyncWorqr` run."""
+
+
+__all__ = ["Callback", "Core"]

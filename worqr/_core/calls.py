@@ -1,6 +1,6 @@
 """The I/O requests the sans-I/O core yields, and which of them may be resent.
 
-A *plan* is a generator that yields `Call`, `Subscribe` or `Sleep` requests
+A *plan* is a generator that yields `Call`, `Subscribe` or `Pinned` requests
 and receives their replies. The sync and async clients drive the same plans; only
 the code that waits on a socket comes in two colours.
 """
@@ -11,7 +11,6 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeAlias, TypeVar
 
-from redis.asyncio.sentinel import MasterNotFoundError as AsyncMasterNotFoundError
 from redis.exceptions import (
     AuthenticationError,
     AuthorizationError,
@@ -24,7 +23,6 @@ from redis.exceptions import (
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.sentinel import MasterNotFoundError
 
 # What redis-py's Sentinel connection raises on a READONLY reply from a demoted master.
 DEMOTED = "The previous master is now a slave"
@@ -44,12 +42,6 @@ class Call(NamedTuple):
     keys: tuple[str, ...]
     args: tuple[Arg, ...]
     idempotent: bool = True
-
-
-def script(
-    name: str, keys: tuple[str, ...], args: tuple[Arg, ...], *, idempotent: bool = True
-) -> Call:
-    return Call(name, keys, args, idempotent)
 
 
 def command(*args: Arg, idempotent: bool = True) -> Call:
@@ -109,7 +101,9 @@ def never_sent(error: BaseException) -> bool:
     known (mid-failover) and a master that turned replica (it refused the write
     with READONLY, which redis-py reports as a connection error) never applied it.
     """
-    if isinstance(error, MasterNotFoundError | AsyncMasterNotFoundError):
+    # Sentinel's MasterNotFoundError (sync and asyncio: two classes, one name, both
+    # ConnectionErrors), matched by name to keep redis-py's clients out of the core.
+    if isinstance(error, RedisConnectionError) and type(error).__name__ == "MasterNotFoundError":
         return True
     if isinstance(error, RedisConnectionError) and str(error) == DEMOTED:
         return True

@@ -1,48 +1,17 @@
-"""When to resend a call, and what to raise when giving up. Shared by both clients.
+"""What a call that failed for good raises. Shared by both clients.
 
-redis-py's own retries are switched off on every client worqr uses: they resend
-any command after a timeout, which can push a task twice (design invariant 5).
+Which failures may be resent is decided in `calls.may_resend`; the clients
+resend with tenacity (`worqr._clients.resend`) and, when they give up, raise
+`final_error`.
 """
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Callable
-from typing import Any
-
-from redis.asyncio.retry import Retry as AsyncRetry
-from redis.backoff import NoBackoff
-from redis.exceptions import AskError, NoScriptError, RedisError, ResponseError
-from redis.retry import Retry
-from tenacity import retry_if_exception, stop_after_delay, wait_exponential, wait_random
+from redis.exceptions import AskError, NoScriptError, ResponseError
 
 from .._errors import AmbiguousResultError, RedisUnavailableError, WorqrError
-from .calls import Call, Pinned, Request, is_connection_error, may_resend, never_sent, refused
+from .calls import Call, Pinned, Request, is_connection_error, never_sent, refused
 from .lua import translate
-
-logger = logging.getLogger("worqr")
-
-
-def no_redis_retries(asynchronous: bool = False) -> Retry | AsyncRetry:
-    """redis-py's retry object that never resends. An asyncio client needs the
-    asyncio class: given the sync one, it never runs the failure callback that
-    reconnects a broken pub/sub connection (which then stays broken until the
-    next health check)."""
-    return AsyncRetry(NoBackoff(), 0) if asynchronous else Retry(NoBackoff(), 0)
-
-
-def tenacity_options(request: Request, deadline: float) -> dict[str, Any]:
-    """Arguments for tenacity's ``Retrying``/``AsyncRetrying``: resend ``request``
-    with jittered exponential backoff while that is safe, for ``deadline`` seconds."""
-    return {
-        "retry": retry_if_exception(lambda error: may_resend(request, error)),
-        "stop": stop_after_delay(deadline),
-        # 20 ms doubling to 1 s, plus up to 20 ms of jitter. (Not wait_exponential_jitter:
-        # its `initial` is deprecated in tenacity 9.2 and `multiplier` is missing in 8.x.)
-        "wait": wait_exponential(multiplier=0.02, max=1.0) + wait_random(0, 0.02),
-        "reraise": True,
-    }
 
 
 def describe(request: Request) -> str:
@@ -89,41 +58,3 @@ def final_error(request: Request, error: BaseException) -> BaseException:
             f"Redis is unavailable for {describe(request)}: {type(error).__name__}: {error}"
         )
     return error
-
-
-class OutageLog:
-    """Logs an outage once when it starts and once when it ends, not per retry."""
-
-    def __init__(self, what: str, emit: Callable[..., None] | None = None) -> None:
-        self.what = what
-        self.emit = emit
-        self.since: float | None = None
-        self.failures = 0
-
-    def failed(self, error: BaseException) -> None:
-        self.failures += 1
-        if self.since is None:
-            self.since = time.monotonic()
-            if self.emit is not None:
-                self.emit("redis_down", what=self.what, error=type(error).__name__)
-            if isinstance(error, RedisError | OSError | RedisUnavailableError):
-                logger.warning("%s: Redis unreachable (%s); retrying", self.what, error)
-            else:
-                logger.exception("%s failed; retrying", self.what, exc_info=error)
-
-    def ok(self) -> None:
-        if self.since is not None:
-            if self.emit is not None:
-                self.emit("redis_up", what=self.what, seconds=time.monotonic() - self.since)
-            logger.warning(
-                "%s: Redis reachable again after %.1f s (%d failed attempts)",
-                self.what,
-                time.monotonic() - self.since,
-                self.failures,
-            )
-            self.since = None
-            self.failures = 0
-
-    def backoff(self) -> float:
-        """Seconds to wait before the next attempt of a loop."""
-        return float(min(2.0, 0.05 * 2 ** min(self.failures, 6)))

@@ -1,12 +1,17 @@
 """Loads the Lua scripts and turns their error codes into worqr exceptions.
 
 Each script lives in ``worqr/lua/<name>.lua``, one operation per file, headed by
-its KEYS/ARGV contract. This is the one place that knows the error codes.
+its KEYS/ARGV contract. Pieces several scripts share live once in
+``worqr/lua/lib/<piece>.lua`` and are pulled in by a ``--!include <piece>`` line,
+expanded here when a script is first loaded (so what Redis runs, and the SHA1 it
+knows it by, is the expanded text). This is the one place that knows the error
+codes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from functools import cache
 from importlib import resources
 
@@ -14,24 +19,7 @@ from redis.exceptions import ResponseError
 
 from .._errors import LeaseLostError, WorqrError
 
-SCRIPT_NAMES = (
-    "add_worker_queue",
-    "cancel",
-    "complete",
-    "dead_letter",
-    "delete_queue",
-    "dequeue",
-    "enqueue",
-    "finish",
-    "forget_worker",
-    "heartbeat",
-    "join_queue",
-    "purge_failed",
-    "register",
-    "requeue_failed",
-    "requeue_owned",
-    "stop",
-)
+INCLUDE = re.compile(r"^--!include (\w+)[ \t]*$", re.MULTILINE)
 
 
 class IdTakenError(WorqrError):
@@ -42,7 +30,8 @@ class NotMemberError(LeaseLostError):
     """The worker may not dequeue from the queue: it was failed by its peers.
 
     (A worker whose lease is fine and finds itself no longer a member, because
-    the queue was deleted before it heard so, joins again instead: `Core.dequeue`.)
+    the queue was deleted before it heard so, joins again instead: see the
+    dequeue plan.)
     """
 
 
@@ -60,10 +49,44 @@ _MESSAGES = {
 }
 
 
+def _read(*parts: str) -> str:
+    return resources.files("worqr").joinpath("lua", *parts).read_text("utf-8")
+
+
+def script_names() -> list[str]:
+    """Every script's name (the ``.lua`` files, without the shared pieces)."""
+    folder = resources.files("worqr").joinpath("lua")
+    return sorted(item.name[:-4] for item in folder.iterdir() if item.name.endswith(".lua"))
+
+
+def lib_pieces() -> list[str]:
+    """The shared pieces scripts may include (``lua/lib/*.lua``)."""
+    folder = resources.files("worqr").joinpath("lua", "lib")
+    return sorted(item.name[:-4] for item in folder.iterdir() if item.name.endswith(".lua"))
+
+
+def raw_source(name: str) -> str:
+    """A script's own text, with its ``--!include`` lines unexpanded."""
+    return _read(f"{name}.lua")
+
+
 @cache
 def source(name: str) -> str:
-    """The text of one script."""
-    return resources.files("worqr").joinpath("lua", f"{name}.lua").read_text("utf-8")
+    """The text Redis runs: the script with each included piece in place of its
+    ``--!include`` line (each piece once, even when pieces include pieces)."""
+    included: set[str] = set()
+
+    def expand(text: str) -> str:
+        def piece(match: re.Match[str]) -> str:
+            wanted = match.group(1)
+            if wanted in included:
+                return f"-- ({wanted} is included above)"
+            included.add(wanted)
+            return expand(_read("lib", f"{wanted}.lua")).rstrip("\n")
+
+        return INCLUDE.sub(piece, text)
+
+    return expand(raw_source(name))
 
 
 @cache

@@ -1,55 +1,19 @@
-"""Plans that read the mesh, and manage dead letters, without worker state.
-
-`Core` builds on these; they need only the settings and the key names.
-"""
+"""Plans that read the mesh, and manage dead letters, without worker state."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .._errors import NotStartedError
-from .._keys import MeshKeys, QueueKeys, validate_name
 from .._process import decode_task
-from .._settings import Settings
-from .calls import Plan, command, script
-from .pubmode import CLASSIC, SHARDED, cluster_publish_command
+from . import scripts
+from .base import CoreBase, text
+from .calls import Plan, command
 
 MGET_BATCH = 1000  # alive keys read per command
 
 
-def text(value: bytes | str) -> str:
-    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
-
-
-class Reads:
-    """Read-only plans and dead-letter management of one mesh."""
-
-    def __init__(self, settings: Settings, *, cluster: bool = False) -> None:
-        self.settings = settings
-        self.mesh = MeshKeys(settings.prefix)
-        self.worker_id: str | None = None
-        self.cluster = cluster
-        # The command scripts publish with; on a cluster decided on first use.
-        self.publish: str | None = None if cluster else CLASSIC
-
-    @property
-    def sharded(self) -> bool:
-        """Notifications travel over sharded pub/sub (SPUBLISH/SSUBSCRIBE)."""
-        return self.publish == SHARDED
-
-    def publish_command(self) -> Plan[str]:
-        """The command scripts publish with (asks the server once on a cluster)."""
-        if self.publish is None:
-            self.publish = yield from cluster_publish_command()
-        return self.publish
-
-    def require_worker(self) -> str:
-        if self.worker_id is None:
-            raise NotStartedError("call start_worker() first")
-        return self.worker_id
-
-    def queue_keys(self, queue: str) -> QueueKeys:
-        return self.mesh.queue(validate_name(queue))
+class Reads(CoreBase):
+    """Read-only plans, and dead-letter management: no worker state needed."""
 
     def get_queues(self) -> Plan[list[str]]:
         return sorted(text(q) for q in (yield command("SMEMBERS", self.mesh.queues)))
@@ -93,7 +57,7 @@ class Reads:
     def count_worker_processes(self, queue: str, worker_id: str) -> Plan[int]:
         """Processes ``worker_id`` holds on ``queue`` (cancelled ones count until
         their worker acknowledges them)."""
-        return int((yield command("ZCARD", self.queue_keys(queue).worker(worker_id))))
+        return int((yield command("ZCARD", self.queue_keys(queue).owned(worker_id))))
 
     def requeue_failed(self, queue: str) -> Plan[int]:
         """Move the dead letters present now to the back of the queue, oldest
@@ -107,11 +71,7 @@ class Reads:
         limit: int | None = None
         while limit is None or moved_total < limit:
             want = chunk if limit is None else min(chunk, limit - moved_total)
-            moved, remaining = yield script(
-                "requeue_failed",
-                (keys.failed, keys.tasks, keys.idle, keys.stats),
-                (want, keys.wake_prefix, publish),
-            )
+            moved, remaining = yield scripts.requeue_failed(keys, count=want, publish=publish)
             moved_total += int(moved)
             if limit is None:
                 limit = int(moved) + int(remaining)
@@ -121,7 +81,7 @@ class Reads:
 
     def purge_failed(self, queue: str) -> Plan[int]:
         """Drop the queue's dead letters; returns how many."""
-        return int((yield script("purge_failed", (self.queue_keys(queue).failed,), ())))
+        return int((yield scripts.purge_failed(self.queue_keys(queue))))
 
     def get_worker_info(self, worker_id: str) -> Plan[dict[str, str]]:
         info = yield command("HGETALL", self.mesh.worker_info(worker_id))

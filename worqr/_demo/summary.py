@@ -14,7 +14,6 @@ from .._clients.sync_client import Worqr
 from . import handlers
 
 QUEUES = (handlers.JOBS, handlers.SESSIONS)
-FATES = ("finished", "cancelled", "failed", "lost")
 
 
 @dataclass

@@ -1,4 +1,6 @@
-"""Finishes waiting to ride on their queue's next `complete` call.
+"""How a worker acknowledges the end of its processes.
+
+`AckBatcher`: finishes waiting to ride on their queue's next `complete` call.
 
 A worker's handler that returns does not send its own finish: it leaves the
 process here and wakes its queue's puller, whose next call finishes every
@@ -7,13 +9,22 @@ puller is woken at once, so a finish waits at most for the call in flight
 (one round trip), never for a timer. Each waiter learns whether Redis accepted
 its finish (False: fenced), or None when the puller gave the batch up
 (shutdown): it then acknowledges on its own.
+
+`Acknowledger`: everything else about acknowledgements, in one place: finishes
+that go alone, stops and dead-letters, resends while Redis is away, and what
+each result tells the hooks (accepted, or fenced).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from functools import partial
+from typing import Any
 
+from .._clients.async_client import AsyncWorqr
+from .._clients.outage import OutageLog
+from .._hooks import Hooks
 from .._process import Process
 
 Ack = tuple[Process, "asyncio.Future[bool | None]"]
@@ -55,3 +66,93 @@ class AckBatcher:
 
     def give_up_queue(self, queue: str) -> None:
         self.give_up(self.take(queue))
+
+
+Retrying = Callable[[Callable[[], Awaitable[Any]], OutageLog], Awaitable[Any]]
+"""Runs a call until Redis answers it (`Lifecycle._retrying`)."""
+
+
+class Acknowledger:
+    """Sends one worker's acknowledgements and reports each result to ``hooks``.
+
+    ``track`` registers a background task or future that a drain waits for;
+    ``retrying`` resends a call while Redis is away (acknowledgements are safe
+    to resend: a resent finish answers False, and changes nothing).
+    """
+
+    def __init__(
+        self,
+        client: AsyncWorqr,
+        hooks: Hooks,
+        track: Callable[[asyncio.Future[Any]], None],
+        retrying: Retrying,
+    ) -> None:
+        self.client = client
+        self.hooks = hooks
+        self.batch = AckBatcher()
+        self.outage = OutageLog("acknowledge")
+        self._track = track
+        self._retrying = retrying
+
+    def finish_later(self, process: Process, seconds: float) -> None:
+        """Finish with the queue's next call (the puller's next take, woken by the
+        caller); the result reaches the hooks when that call returns."""
+        waiter = self.batch.add(process)
+        waiter.add_done_callback(partial(self._batched, process, seconds))
+        self._track(waiter)  # a drain waits for it (it ends when the puller stops)
+
+    def _batched(
+        self, process: Process, seconds: float, waiter: asyncio.Future[bool | None]
+    ) -> None:
+        if waiter.cancelled():
+            return  # cancelled by the last step of a shutdown, as its process task was
+        ok = waiter.result()
+        if ok is None:  # the puller stopped before learning the result: finish alone
+            self._track(asyncio.create_task(self.finish(process, seconds)))
+        else:
+            self.report_finish(process.queue, seconds, ok)
+
+    async def finish(self, process: Process, seconds: float) -> None:
+        """Finish one process on its own call (when no take can carry it)."""
+        self.report_finish(
+            process.queue, seconds, await self.send(self.client.finish_process, process)
+        )
+
+    def report_finish(self, queue: str, seconds: float, ok: bool) -> None:
+        if ok:
+            self.hooks.on_finished(queue, seconds)
+        else:
+            self.hooks.on_fenced(queue)
+
+    def flush(self, queue: str) -> None:
+        """Send the finishes waiting on ``queue`` now, without a take."""
+        self.send_alone(queue, self.batch.take(queue))
+
+    def send_alone(self, queue: str, acks: list[Ack]) -> None:
+        """Finish ``acks`` without a take, in the background: the puller stays
+        free to take a slot the moment one opens."""
+        if acks:
+            self._track(asyncio.create_task(self._finish_batch(queue, acks)))
+
+    async def _finish_batch(self, queue: str, acks: list[Ack]) -> None:
+        processes = [process for process, _ in acks]
+        try:
+            accepted, _ = await self._retrying(
+                lambda: self.client.complete(queue, processes, 0), self.outage
+            )
+        except asyncio.CancelledError:
+            self.batch.give_up(acks)  # their waiters acknowledge on their own
+            raise
+        except Exception:  # stopping now with Redis away: the waiters try once more
+            self.batch.give_up(acks)
+            return
+        self.batch.resolve(acks, accepted)
+
+    async def send(self, call: Callable[[Process], Awaitable[bool]], process: Process) -> bool:
+        """Acknowledge with ``call`` (finish, stop or fail), retrying while Redis
+        is away; False when refused (fenced) or when stopping with Redis away
+        (peers then requeue the task)."""
+        try:
+            return bool(await self._retrying(lambda: call(process), self.outage))
+        except Exception:
+            return False

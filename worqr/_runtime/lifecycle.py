@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from .._clients.async_client import AsyncWorqr
-from .._core.failures import OutageLog
+from .._clients.outage import OutageLog
 from .._errors import WorqrError
 from .running import Reason
 from .settings import WorkerSettings

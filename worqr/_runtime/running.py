@@ -122,19 +122,3 @@ def _call_sync(function: Handler, task: str | bytes) -> Any:
             "declare it `async def` so the worker awaits it"
         )
     return result
-
-
-async def ended(inner: asyncio.Future[Any]) -> None:
-    """Wait for ``inner`` to end, without its result or error, and without
-    cancelling it if the waiting task is cancelled (`asyncio.wait` for one
-    future, at a fraction of its cost per process)."""
-    if inner.done():
-        return
-    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def wake(_: object) -> None:
-        if not waiter.done():
-            waiter.set_result(None)
-
-    inner.add_done_callback(wake)
-    await waiter

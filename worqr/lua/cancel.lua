@@ -8,20 +8,18 @@
 -- KEYS[4] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] task              the payload to cancel (exact bytes)
 -- ARGV[2] events            broadcast channel of the queue
--- ARGV[3] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
---                           (SPUBLISH on a node older than 7.0 falls back to PUBLISH)
+-- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- Reply: {removed_from_queue, pid1, pid2, ...} (the cancelled process ids)
 -- Errors: none.
+-- Events: 'cancel:<pid> <pid> ...' on `events` when in-process copies were cancelled.
+--!include publish
 local tasks = KEYS[1]
 local processes = KEYS[2]
 local recoveries = KEYS[3]
 local stats = KEYS[4]
 local task = ARGV[1]
 local events = ARGV[2]
-local publish = ARGV[3]
-if publish == 'SPUBLISH' and not redis.REDIS_VERSION_NUM then
-  publish = 'PUBLISH'  -- a node older than 7.0 (a cluster mid-upgrade): never fail after writing
-end
+local publish = publish_command(ARGV[3])
 
 local reply = {redis.call('LREM', tasks, 0, task)}
 local cursor = '0'

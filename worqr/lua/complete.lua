@@ -1,17 +1,17 @@
 -- complete: finish a batch of this worker's processes of one queue and take up to
 --   `count` more tasks from its front, in one call (a worker's steady state).
--- KEYS[1] tasks       list  queued tasks; the right end is the front
--- KEYS[2] processes   hash  process id -> task
--- KEYS[3] owned       zset  this worker's process ids on this queue, score = seq
--- KEYS[4] members     set   workers allowed to dequeue from this queue
--- KEYS[5] idle        set   workers of this queue waiting for work
+-- KEYS[1] tasks       list    queued tasks; the right end is the front
+-- KEYS[2] processes   hash    process id -> task
+-- KEYS[3] owned       zset    this worker's process ids on this queue, score = seq
+-- KEYS[4] members     set     workers allowed to dequeue from this queue
+-- KEYS[5] idle        set     workers of this queue waiting for work
 -- KEYS[6] seq         string  per-queue dequeue counter (orders `owned`)
--- KEYS[7] recoveries  hash  task -> times recovered from a dead worker
--- KEYS[8] stats       hash  lifetime counters of the queue, by event
--- ARGV[1] worker_id
+-- KEYS[7] recoveries  hash    task -> times recovered from a dead worker
+-- KEYS[8] stats       hash    lifetime counters of the queue, by event
+-- ARGV[1] worker            the worker's id
 -- ARGV[2] pid_prefix        client-chosen, unique per call; new process i is pid_prefix .. i
 -- ARGV[3] count             how many tasks to take at most (>= 0; 0 only finishes)
--- ARGV[4..n] pid            processes of this worker to finish (at most a worker's capacity)
+-- ARGV[4..n] pids           processes of this worker to finish (at most a worker's capacity)
 -- Reply: {finished, taken}. finished: one integer per pid, in order: 1 if the
 --   process existed and is now finished, 0 if it no longer existed (already
 --   finished, failed over to a peer, cancelled or deleted): fenced exactly like
@@ -20,6 +20,9 @@
 --   returns the processes the first call created (a lost reply never hides a task).
 -- Errors: WORQR_NOT_MEMBER when count > 0 and the worker is not (or no longer) a
 --   member of the queue; nothing is finished then (resend with count 0 to finish).
+-- Events: none.
+--!include end_process
+--!include take
 local tasks = KEYS[1]
 local processes = KEYS[2]
 local owned = KEYS[3]
@@ -28,23 +31,21 @@ local idle = KEYS[5]
 local seq = KEYS[6]
 local recoveries = KEYS[7]
 local stats = KEYS[8]
-local worker_id = ARGV[1]
+local worker = ARGV[1]
 local pid_prefix = ARGV[2]
 local count = tonumber(ARGV[3])
+local first_pid = 4  -- ARGV[4..n] pids
 
-local resent = count > 0 and redis.call('HEXISTS', processes, pid_prefix .. '1') == 1
-if count > 0 and not resent and redis.call('SISMEMBER', members, worker_id) == 0 then
+local resent = count > 0 and already_taken(processes, pid_prefix, 0)
+if count > 0 and not resent and redis.call('SISMEMBER', members, worker) == 0 then
   return redis.error_reply('WORQR_NOT_MEMBER')
 end
 
 local finished = {}
 local done = 0
-for i = 4, #ARGV do
-  local pid = ARGV[i]
-  redis.call('ZREM', owned, pid)
-  local task = redis.call('HGET', processes, pid)
+for i = first_pid, #ARGV do
+  local task = end_process(processes, owned, ARGV[i])
   if task then
-    redis.call('HDEL', processes, pid)
     redis.call('HDEL', recoveries, task)
     done = done + 1
     finished[#finished + 1] = 1
@@ -56,41 +57,10 @@ if done > 0 then
   redis.call('HINCRBY', stats, 'finished', done)
 end
 
-local taken = {}
 if resent then
-  -- A resend of a call that already ran: return what it took.
-  for i = 1, count do
-    local pid = pid_prefix .. i
-    local task = redis.call('HGET', processes, pid)
-    if not task then break end
-    taken[#taken + 1] = pid
-    taken[#taken + 1] = task
-  end
-  return {finished, taken}
+  return {finished, replay_take(processes, pid_prefix, 0, count)}
 end
 if count == 0 then
-  return {finished, taken}
+  return {finished, {}}
 end
-
-local got = 0
-for i = 1, count do
-  local task = redis.call('RPOP', tasks)
-  if not task then break end
-  local pid = pid_prefix .. i
-  redis.call('HSET', processes, pid, task)
-  redis.call('ZADD', owned, redis.call('INCR', seq), pid)
-  taken[#taken + 1] = pid
-  taken[#taken + 1] = task
-  got = i
-end
-if got > 0 then
-  redis.call('HINCRBY', stats, 'dequeued', got)
-end
-
--- A worker that drained the queue wants a wake-up; one that got a full batch does not.
-if got < count then
-  redis.call('SADD', idle, worker_id)
-else
-  redis.call('SREM', idle, worker_id)
-end
-return {finished, taken}
+return {finished, take(tasks, processes, owned, idle, seq, stats, worker, pid_prefix, 0, count)}

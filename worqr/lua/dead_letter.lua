@@ -8,6 +8,8 @@
 -- ARGV[2] failed_max        the failed list is trimmed to this length
 -- Reply: 1 if the process existed and its task is now dead-lettered, else 0.
 -- Errors: none.
+-- Events: none.
+--!include end_process
 local processes = KEYS[1]
 local owned = KEYS[2]
 local failed = KEYS[3]
@@ -16,12 +18,10 @@ local stats = KEYS[5]
 local pid = ARGV[1]
 local failed_max = tonumber(ARGV[2])
 
-redis.call('ZREM', owned, pid)
-local task = redis.call('HGET', processes, pid)
+local task = end_process(processes, owned, pid)
 if not task then
   return 0
 end
-redis.call('HDEL', processes, pid)
 redis.call('HDEL', recoveries, task)
 redis.call('LPUSH', failed, task)
 redis.call('LTRIM', failed, 0, failed_max - 1)

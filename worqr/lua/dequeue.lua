@@ -1,12 +1,12 @@
 -- dequeue: take up to `count` tasks from the front of a queue as new processes.
--- KEYS[1] tasks       list  queued tasks; the right end is the front
--- KEYS[2] processes   hash  process id -> task
--- KEYS[3] owned       zset  this worker's process ids on this queue, score = seq
--- KEYS[4] members     set   workers allowed to dequeue from this queue
--- KEYS[5] idle        set   workers of this queue waiting for work
+-- KEYS[1] tasks       list    queued tasks; the right end is the front
+-- KEYS[2] processes   hash    process id -> task
+-- KEYS[3] owned       zset    this worker's process ids on this queue, score = seq
+-- KEYS[4] members     set     workers allowed to dequeue from this queue
+-- KEYS[5] idle        set     workers of this queue waiting for work
 -- KEYS[6] seq         string  per-queue dequeue counter (orders `owned`)
--- KEYS[7] stats       hash  lifetime counters of the queue, by event
--- ARGV[1] worker_id
+-- KEYS[7] stats       hash    lifetime counters of the queue, by event
+-- ARGV[1] worker            the worker's id
 -- ARGV[2] pid_prefix        client-chosen, unique per dequeue; process i is pid_prefix .. (first + i)
 -- ARGV[3] count             how many tasks to take at most (>= 1; the client keeps it small
 --                           enough that this script stays short, see DEQUEUE_CHUNK)
@@ -16,6 +16,8 @@
 --   Resending the same call returns the processes the first call created
 --   (a lost reply never hides a task).
 -- Errors: WORQR_NOT_MEMBER when the worker is not (or no longer) a member of the queue.
+-- Events: none.
+--!include take
 local tasks = KEYS[1]
 local processes = KEYS[2]
 local owned = KEYS[3]
@@ -23,48 +25,15 @@ local members = KEYS[4]
 local idle = KEYS[5]
 local seq = KEYS[6]
 local stats = KEYS[7]
-local worker_id = ARGV[1]
+local worker = ARGV[1]
 local pid_prefix = ARGV[2]
 local count = tonumber(ARGV[3])
 local first = tonumber(ARGV[4])
 
-local reply = {}
-if redis.call('HEXISTS', processes, pid_prefix .. (first + 1)) == 1 then
-  -- A resend of a call that already ran: return what it took.
-  for i = 1, count do
-    local pid = pid_prefix .. (first + i)
-    local task = redis.call('HGET', processes, pid)
-    if not task then break end
-    reply[#reply + 1] = pid
-    reply[#reply + 1] = task
-  end
-  return reply
+if already_taken(processes, pid_prefix, first) then
+  return replay_take(processes, pid_prefix, first, count)
 end
-
-if redis.call('SISMEMBER', members, worker_id) == 0 then
+if redis.call('SISMEMBER', members, worker) == 0 then
   return redis.error_reply('WORQR_NOT_MEMBER')
 end
-
-local taken = 0
-for i = 1, count do
-  local task = redis.call('RPOP', tasks)
-  if not task then break end
-  local pid = pid_prefix .. (first + i)
-  redis.call('HSET', processes, pid, task)
-  redis.call('ZADD', owned, redis.call('INCR', seq), pid)
-  reply[#reply + 1] = pid
-  reply[#reply + 1] = task
-  taken = i
-end
-
-if taken > 0 then
-  redis.call('HINCRBY', stats, 'dequeued', taken)
-end
-
--- A worker that drained the queue wants a wake-up; one that got a full batch does not.
-if taken < count then
-  redis.call('SADD', idle, worker_id)
-else
-  redis.call('SREM', idle, worker_id)
-end
-return reply
+return take(tasks, processes, owned, idle, seq, stats, worker, pid_prefix, first, count)

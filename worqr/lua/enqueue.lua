@@ -3,31 +3,26 @@
 -- KEYS[2] idle        set   workers of this queue waiting for work
 -- KEYS[3] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
--- ARGV[2] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
---                           (SPUBLISH on a node older than 7.0 falls back to PUBLISH)
--- ARGV[3..n] task           one or more payloads, oldest first
+-- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
+-- ARGV[3..n] tasks          one or more payloads, oldest first
 -- Reply: integer, the queue length after the push.
 -- Errors: none.
+-- Events: 'work:<n>' on the wake channel of each idle worker woken (at most one per task).
+--!include publish
+--!include wake
 local tasks = KEYS[1]
 local idle = KEYS[2]
 local stats = KEYS[3]
 local wake_prefix = ARGV[1]
-local publish = ARGV[2]
-if publish == 'SPUBLISH' and not redis.REDIS_VERSION_NUM then
-  publish = 'PUBLISH'  -- a node older than 7.0 (a cluster mid-upgrade): never fail after writing
-end
+local publish = publish_command(ARGV[2])
+local first_task = 3  -- ARGV[3..n] tasks
 
 local length = 0
-for i = 3, #ARGV do
+for i = first_task, #ARGV do
   length = redis.call('LPUSH', tasks, ARGV[i])
 end
 
-local count = #ARGV - 2
+local count = #ARGV - first_task + 1
 redis.call('HINCRBY', stats, 'enqueued', count)
-
--- Wake at most one idle worker per task: no thundering herd.
-local woken = redis.call('SPOP', idle, count)
-for _, worker in ipairs(woken) do
-  redis.call(publish, wake_prefix .. worker, 'work:' .. count)
-end
+wake_idle(idle, wake_prefix, publish, count)
 return length

@@ -7,18 +7,18 @@
 -- Reply: 1 if the process existed and is now finished, 0 if it no longer existed
 --   (already finished, failed over to a peer, cancelled or deleted).
 -- Errors: none.
+-- Events: none.
+--!include end_process
 local processes = KEYS[1]
 local owned = KEYS[2]
 local recoveries = KEYS[3]
 local stats = KEYS[4]
 local pid = ARGV[1]
 
-redis.call('ZREM', owned, pid)
-local task = redis.call('HGET', processes, pid)
+local task = end_process(processes, owned, pid)
 if not task then
   return 0
 end
-redis.call('HDEL', processes, pid)
 redis.call('HDEL', recoveries, task)
 redis.call('HINCRBY', stats, 'finished', 1)
 return 1

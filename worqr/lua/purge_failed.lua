@@ -3,6 +3,7 @@
 -- KEYS[1] failed      list  dead letters, newest on the left
 -- Reply: integer, how many dead letters were dropped.
 -- Errors: none.
+-- Events: none.
 local failed = KEYS[1]
 
 local dropped = redis.call('LLEN', failed)

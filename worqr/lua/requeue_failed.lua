@@ -7,20 +7,19 @@
 -- KEYS[4] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] count             dead letters moved at most by this call
 -- ARGV[2] wake_prefix       per-worker wake channel = wake_prefix .. worker id
--- ARGV[3] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
---                           (SPUBLISH on a node older than 7.0 falls back to PUBLISH)
+-- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- Reply: {moved, remaining}  remaining = dead letters left on the failed list
 -- Errors: none.
+-- Events: 'work:<moved>' on the wake channel of each idle worker woken (at most one per task).
+--!include publish
+--!include wake
 local failed = KEYS[1]
 local tasks = KEYS[2]
 local idle = KEYS[3]
 local stats = KEYS[4]
 local count = tonumber(ARGV[1])
 local wake_prefix = ARGV[2]
-local publish = ARGV[3]
-if publish == 'SPUBLISH' and not redis.REDIS_VERSION_NUM then
-  publish = 'PUBLISH'  -- a node older than 7.0 (a cluster mid-upgrade): never fail after writing
-end
+local publish = publish_command(ARGV[3])
 
 local moved = 0
 while moved < count do
@@ -33,9 +32,6 @@ end
 
 if moved > 0 then
   redis.call('HINCRBY', stats, 'redriven', moved)
-  local woken = redis.call('SPOP', idle, moved)
-  for _, worker in ipairs(woken) do
-    redis.call(publish, wake_prefix .. worker, 'work:' .. moved)
-  end
+  wake_idle(idle, wake_prefix, publish, moved)
 end
 return {moved, redis.call('LLEN', failed)}

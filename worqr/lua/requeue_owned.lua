@@ -10,7 +10,7 @@
 -- KEYS[7] failed      list  dead letters, newest on the left
 -- KEYS[8] config      hash  per-queue options; 'max_recoveries' overrides ARGV[4]
 -- KEYS[9] stats       hash  lifetime counters of the queue, by event
--- ARGV[1] worker_id
+-- ARGV[1] worker            the worker whose processes return
 -- ARGV[2] mode              'fail'    a peer fails a dead worker: leaves the queue,
 --                                     counts a recovery, dead-letters poison pills
 --                           'leave'   the worker stops working the queue
@@ -20,10 +20,13 @@
 --                           -1: never (e.g. persistent tasks)
 -- ARGV[5] failed_max        the failed list is trimmed to this length
 -- ARGV[6] wake_prefix       per-worker wake channel = wake_prefix .. worker id
--- ARGV[7] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
---                           (SPUBLISH on a node older than 7.0 falls back to PUBLISH)
+-- ARGV[7] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- Reply: {requeued, dead_lettered, remaining}
 -- Errors: none.
+-- Events: 'work:<requeued>' on the wake channel of each idle worker woken (at most one per task).
+--!include publish
+--!include wake
+--!include end_process
 local tasks = KEYS[1]
 local processes = KEYS[2]
 local owned = KEYS[3]
@@ -33,36 +36,26 @@ local recoveries = KEYS[6]
 local failed = KEYS[7]
 local config = KEYS[8]
 local stats = KEYS[9]
-local worker_id = ARGV[1]
+local worker = ARGV[1]
 local mode = ARGV[2]
 local chunk = tonumber(ARGV[3])
-local max_recoveries = tonumber(ARGV[4])
+local max_recoveries = tonumber(redis.call('HGET', config, 'max_recoveries') or ARGV[4])
 local failed_max = tonumber(ARGV[5])
 local wake_prefix = ARGV[6]
-local publish = ARGV[7]
-if publish == 'SPUBLISH' and not redis.REDIS_VERSION_NUM then
-  publish = 'PUBLISH'  -- a node older than 7.0 (a cluster mid-upgrade): never fail after writing
-end
-local configured = redis.call('HGET', config, 'max_recoveries')
-if configured then
-  max_recoveries = tonumber(configured)
-end
+local publish = publish_command(ARGV[7])
 
 if mode ~= 'release' then
   -- Fence first: from now on this worker cannot dequeue from the queue.
-  redis.call('SREM', members, worker_id)
-  redis.call('SREM', idle, worker_id)
+  redis.call('SREM', members, worker)
+  redis.call('SREM', idle, worker)
 end
 
 local requeued = 0
 local dead_lettered = 0
-local pids = redis.call('ZREVRANGE', owned, 0, chunk - 1)
-for _, pid in ipairs(pids) do
-  redis.call('ZREM', owned, pid)
-  local task = redis.call('HGET', processes, pid)
+for _, pid in ipairs(redis.call('ZREVRANGE', owned, 0, chunk - 1)) do
   -- No task: the process was finished or cancelled meanwhile; nothing to return.
+  local task = end_process(processes, owned, pid)
   if task then
-    redis.call('HDEL', processes, pid)
     local poisoned = false
     if mode == 'fail' and max_recoveries >= 0 then
       poisoned = redis.call('HINCRBY', recoveries, task, 1) > max_recoveries
@@ -81,14 +74,9 @@ end
 
 if requeued > 0 then
   redis.call('HINCRBY', stats, mode == 'fail' and 'recovered' or 'released', requeued)
+  wake_idle(idle, wake_prefix, publish, requeued)
 end
 if dead_lettered > 0 then
   redis.call('HINCRBY', stats, 'dead_lettered', dead_lettered)
-end
-if requeued > 0 then
-  local woken = redis.call('SPOP', idle, requeued)
-  for _, worker in ipairs(woken) do
-    redis.call(publish, wake_prefix .. worker, 'work:' .. requeued)
-  end
 end
 return {requeued, dead_lettered, redis.call('ZCARD', owned)}

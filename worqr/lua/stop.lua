@@ -6,10 +6,13 @@
 -- KEYS[5] stats       hash  lifetime counters of the queue, by event
 -- ARGV[1] pid
 -- ARGV[2] wake_prefix       per-worker wake channel = wake_prefix .. worker id
--- ARGV[3] publish           'PUBLISH', or 'SPUBLISH' (sharded pub/sub, Redis Cluster >= 7)
---                           (SPUBLISH on a node older than 7.0 falls back to PUBLISH)
+-- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- Reply: 1 if the process existed and its task is queued again, else 0.
 -- Errors: none.
+-- Events: 'work:1' on the wake channel of one idle worker, if any.
+--!include publish
+--!include wake
+--!include end_process
 local tasks = KEYS[1]
 local processes = KEYS[2]
 local owned = KEYS[3]
@@ -17,21 +20,13 @@ local idle = KEYS[4]
 local stats = KEYS[5]
 local pid = ARGV[1]
 local wake_prefix = ARGV[2]
-local publish = ARGV[3]
-if publish == 'SPUBLISH' and not redis.REDIS_VERSION_NUM then
-  publish = 'PUBLISH'  -- a node older than 7.0 (a cluster mid-upgrade): never fail after writing
-end
+local publish = publish_command(ARGV[3])
 
-redis.call('ZREM', owned, pid)
-local task = redis.call('HGET', processes, pid)
+local task = end_process(processes, owned, pid)
 if not task then
   return 0
 end
-redis.call('HDEL', processes, pid)
 redis.call('RPUSH', tasks, task)
 redis.call('HINCRBY', stats, 'stopped', 1)
-local woken = redis.call('SPOP', idle, 1)
-for _, worker in ipairs(woken) do
-  redis.call(publish, wake_prefix .. worker, 'work:1')
-end
+wake_idle(idle, wake_prefix, publish, 1)
 return 1

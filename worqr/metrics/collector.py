@@ -20,8 +20,8 @@ from prometheus_client.registry import Collector
 from redis.cluster import RedisCluster
 
 from .._clients.connect import resolve_url
+from .._clients.resend import no_redis_retries
 from .._clients.sentinel import client_from_url
-from .._core.failures import no_redis_retries
 from .._keys import MeshKeys
 
 logger = logging.getLogger("worqr.metrics")

@@ -97,8 +97,7 @@ def mark_dead(pid: int, path: str | None = None) -> None:
 
 def install_worker_metrics(worker: Any, metrics: WorkerMetrics | None = None) -> WorkerMetrics:
     """Count what ``worker`` does: add this process's `WorkerMetrics` to its hooks
-    and as an observer of its client. Returns the metrics."""
+    (the worker passes them on to its client). Returns the metrics."""
     metrics = metrics or worker_metrics()
     worker.add_hooks(metrics)
-    worker.add_observer(metrics.observe)
     return metrics

@@ -1,5 +1,5 @@
-"""`WorkerMetrics`: what one worker process did, counted from its hooks and
-its client's observer events.
+"""`WorkerMetrics`: what one worker process did, counted from its hooks (the
+worker's processes and its client's life).
 
 Every per-queue series is created at 0 the first time a queue is seen, so a
 dashboard's ``rate()`` shows 0 rather than "no data" for events that have not
@@ -11,11 +11,10 @@ the live children only ("livesum"): a dead child's running tasks vanish from it.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
-from .._hooks import WorkerHooks
+from .._hooks import Hooks
 
 DURATION_BUCKETS = (
     0.001,
@@ -42,10 +41,11 @@ DURATION_BUCKETS = (
 Q = ("queue",)
 
 
-class WorkerMetrics(WorkerHooks):
-    """The metrics of one worker process: worker hooks (every started process
-    ends in exactly one of finished, failed, retried, cancelled or fenced) and a
-    client observer (pass ``metrics.observe`` to ``add_observer``).
+class WorkerMetrics(Hooks):
+    """The metrics of one worker process, as `worqr.Hooks`: every started process
+    ends in exactly one of finished, failed, retried, cancelled or fenced, and
+    the client's life events count too (pass it to ``Worker.add_hooks`` or
+    ``Worqr.add_hooks``).
 
     Create one per process (see `worker_metrics`): in multiprocess mode two
     instances in one process would overwrite each other's values.
@@ -166,33 +166,33 @@ class WorkerMetrics(WorkerHooks):
         self._ended(queue, None)
         self.fenced.labels(queue).inc()
 
-    def on_lease_lost(self) -> None:
-        """Counted from the client's "lease_lost" event instead (see `observe`)."""
-
     def on_dequeue(self, queue: str, asked: int, got: int) -> None:
         self.dequeues.labels(self._seen(queue), "tasks" if got else "empty").inc()
 
     def on_wakeup(self, queue: str) -> None:
         self.notifications.labels(self._seen(queue)).inc()
 
-    # -- client observer ---------------------------------------------------------
+    # -- the client's life --------------------------------------------------------
 
-    def observe(self, event: str, fields: dict[str, Any]) -> None:
-        """A client observer (``Worqr.add_observer``): counts the client's life events."""
-        if event == "registered":
-            self.registrations.inc()
-        elif event == "lease_lost":
-            self.lease_losses.inc()
-        elif event == "peer_failed":
-            self.peers_failed.inc()
-            self.recovered.inc(int(fields.get("requeued", 0)))
-            self.poisoned.inc(int(fields.get("dead_lettered", 0)))
-        elif event == "heartbeat_failed":
-            self.heartbeat_failures.inc()
-        elif event == "redis_down":
-            self.redis_errors.inc()
-        elif event == "redis_up":
-            self.redis_reconnects.inc()
+    def on_registered(self, worker_id: str) -> None:
+        self.registrations.inc()
+
+    def on_lease_lost(self, worker_id: str) -> None:
+        self.lease_losses.inc()
+
+    def on_peer_failed(self, worker_id: str, requeued: int, dead_lettered: int) -> None:
+        self.peers_failed.inc()
+        self.recovered.inc(requeued)
+        self.poisoned.inc(dead_lettered)
+
+    def on_heartbeat_failed(self, error: str) -> None:
+        self.heartbeat_failures.inc()
+
+    def on_redis_down(self, what: str, error: str) -> None:
+        self.redis_errors.inc()
+
+    def on_redis_up(self, what: str, seconds: float) -> None:
+        self.redis_reconnects.inc()
 
 
 _default: WorkerMetrics | None = None

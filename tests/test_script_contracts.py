@@ -1,0 +1,180 @@
+"""Every Lua script's header is its contract, and its builder keeps it.
+
+A builder in `worqr._core.scripts` is called with a recognisable value for
+each parameter; the KEYS and ARGV of the `Call` it returns must be exactly the
+slots the script's header lists, in order. A slot named after a key role is
+that key (``owned`` is ``keys.owned(worker)``); a slot named like a parameter
+is that parameter's value; ``wake_prefix`` and ``events`` come from the queue's
+keys. The scripts' bodies bind each slot to a local of the same name, and
+headers say what they publish.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from worqr._core import scripts
+from worqr._core.calls import Call
+from worqr._core.lua import INCLUDE, lib_pieces, raw_source, script_names, source
+from worqr._keys import MeshKeys, QueueKeys
+
+SLOT = re.compile(r"^-- (KEYS|ARGV)\[(\d+)(\.\.n)?\]\s+(\w+)", re.MULTILINE)
+QUEUE = QueueKeys("{t:q}")
+MESH = MeshKeys("t")
+
+
+@dataclass(frozen=True)
+class Slot:
+    index: int
+    name: str
+    variadic: bool
+
+
+def header(name: str) -> tuple[list[Slot], list[Slot], str]:
+    """The KEYS and ARGV slots of a script's header, and the header text."""
+    text = raw_source(name)
+    head = text.split("\nlocal ", 1)[0].split("\n--!include", 1)[0]
+    keys: list[Slot] = []
+    argv: list[Slot] = []
+    for kind, index, variadic, slot in SLOT.findall(head):
+        (keys if kind == "KEYS" else argv).append(Slot(int(index), slot, bool(variadic)))
+    return keys, argv, head
+
+
+def defined_builders() -> list[str]:
+    """The public functions `worqr._core.scripts` defines."""
+    return sorted(
+        name
+        for name, value in vars(scripts).items()
+        if inspect.isfunction(value)
+        and not name.startswith("_")
+        and value.__module__ == scripts.__name__
+    )
+
+
+def sample(name: str, kind: Any) -> Any:
+    """A value for a builder parameter that shows where it ends up."""
+    origin = typing.get_origin(kind)
+    if kind is QueueKeys:
+        return QUEUE
+    if kind is MeshKeys:
+        return MESH
+    if kind is bool:
+        return True
+    if kind is int:
+        return 1000 + sum(map(ord, name))
+    if origin is typing.Literal:
+        return typing.get_args(kind)[0]
+    if origin in (Sequence, list, tuple) or kind is Sequence:
+        return [f"<{name}-1>", f"<{name}-2>"]
+    return f"<{name}>"
+
+
+def run(builder: Callable[..., Call]) -> tuple[Call, dict[str, Any]]:
+    hints = typing.get_type_hints(builder)
+    arguments = {name: sample(name, hints[name]) for name in inspect.signature(builder).parameters}
+    return builder(**arguments), arguments
+
+
+def expected_key(slot: Slot, arguments: dict[str, Any]) -> list[str]:
+    keys = QUEUE if any(v is QUEUE for v in arguments.values()) else MESH
+    role = getattr(keys, slot.name, None)
+    assert role is not None, f"KEYS slot {slot.name!r} is no key role of {type(keys).__name__}"
+    if not callable(role):
+        return [role]
+    if slot.variadic:  # one key per worker id of the builder's sequence parameter
+        (workers,) = [v for v in arguments.values() if isinstance(v, list)]
+        return [role(worker) for worker in workers]
+    return [role(arguments["worker"])]
+
+
+def expected_arg(slot: Slot, arguments: dict[str, Any]) -> list[Any]:
+    if slot.name in arguments:
+        value = arguments[slot.name]
+        if slot.variadic:
+            return list(value)
+        return ["1" if value is True else value]
+    keys = next(v for v in arguments.values() if isinstance(v, QueueKeys | MeshKeys))
+    derived = getattr(keys, slot.name, None)
+    assert isinstance(derived, str), f"ARGV slot {slot.name!r} is no parameter and no key value"
+    return [derived]
+
+
+def test_every_script_has_a_builder_and_every_builder_a_script() -> None:
+    assert defined_builders() == script_names()
+
+
+@pytest.mark.parametrize("name", script_names())
+def test_the_builder_passes_exactly_the_slots_of_the_header(name: str) -> None:
+    keys, argv, _ = header(name)
+    assert keys, f"{name}.lua lists no KEYS"
+    call, arguments = run(getattr(scripts, name))
+    assert call.script == name
+    for what, slots in (("KEYS", keys), ("ARGV", argv)):
+        assert [slot.index for slot in slots] == list(range(1, len(slots) + 1)), (name, what)
+        assert all(not slot.variadic for slot in slots[:-1]), f"{name}: only the last {what} varies"
+    wanted_keys = [key for slot in keys for key in expected_key(slot, arguments)]
+    wanted_args = [arg for slot in argv for arg in expected_arg(slot, arguments)]
+    assert list(call.keys) == wanted_keys, f"{name}.lua KEYS"
+    assert list(call.args) == wanted_args, f"{name}.lua ARGV"
+
+
+@pytest.mark.parametrize("name", script_names())
+def test_the_body_binds_each_slot_to_a_named_local(name: str) -> None:
+    keys, argv, _ = header(name)
+    body = raw_source(name)
+    for kind, slots in (("KEYS", keys), ("ARGV", argv)):
+        for slot in slots:
+            if slot.variadic:
+                continue  # read in a loop from its first index
+            binding = rf"^local {slot.name} = .*\b{kind}\[{slot.index}\]"
+            assert re.search(binding, body, re.MULTILINE), f"{name}.lua: {kind}[{slot.index}]"
+
+
+@pytest.mark.parametrize("name", script_names())
+def test_the_header_says_what_the_script_publishes(name: str) -> None:
+    _, _, head = header(name)
+    events = re.search(r"^-- Events: (.+)$", head, re.MULTILINE)
+    assert events, f"{name}.lua has no Events: line"
+    publishes = re.search(r"redis\.call\(publish,", source(name)) is not None
+    assert (events.group(1) != "none.") == publishes, name
+    for line in ("-- Reply:", "-- Errors:"):
+        assert line in head, f"{name}.lua has no {line!r} line"
+
+
+def test_shared_pieces_are_included_not_copied() -> None:
+    """The repeated pieces (publish with its fallback, waking idle workers,
+    ending a process, taking from the front) exist once, in ``lua/lib``, and
+    every piece there is used."""
+    used: set[str] = set()
+    for name in script_names():
+        text = raw_source(name)
+        used.update(INCLUDE.findall(text))
+        assert "REDIS_VERSION_NUM" not in text, f"{name}.lua: include publish"
+        assert "'SPOP', idle" not in text, f"{name}.lua: include wake"
+        assert "'RPOP', tasks" not in text, f"{name}.lua: include take"
+        assert "local function" not in text, f"{name}.lua defines a function: share it in lib/"
+    assert used == set(lib_pieces())
+
+
+def test_a_drifted_builder_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check itself fails when a builder and its header disagree: here the
+    reconcile slip, a stop without its publish argument."""
+
+    def drifted(keys: QueueKeys, worker: str, pid: str, *, publish: str) -> Call:
+        return Call(
+            "stop",
+            (keys.tasks, keys.processes, keys.owned(worker), keys.idle, keys.stats),
+            (pid, keys.wake_prefix),
+        )
+
+    monkeypatch.setattr(scripts, "stop", drifted)
+    with pytest.raises(AssertionError, match=r"stop\.lua ARGV"):
+        test_the_builder_passes_exactly_the_slots_of_the_header("stop")

@@ -1,0 +1,253 @@
+"""The `worqr` command line's arguments: every subcommand and its options.
+
+`worqr.cli` supplies the runners (each imports its module only when its command
+runs, so `worqr --help` stays fast) and handles errors and exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from typing import NoReturn
+
+from .base import (
+    EXIT_FAILURE,
+    EXIT_NOT_REPLICATED,
+    EXIT_USAGE,
+    add_connection_options,
+    add_durability_options,
+    non_negative_float,
+    non_negative_int,
+    port_number,
+    positive_float,
+    positive_int,
+    queue_name,
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """Reports a usage error as one line (no usage dump) and exits with 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+Runner = Callable[[argparse.Namespace], int]
+
+
+class Subcommands:
+    """Adds subcommands, each run by the runner of its name."""
+
+    def __init__(
+        self, commands: argparse._SubParsersAction[Parser], runners: Mapping[str, Runner]
+    ) -> None:
+        self.commands = commands
+        self.runners = runners
+
+    def add(self, name: str, text: str) -> Parser:
+        parser = self.commands.add_parser(name, help=text, description=text)
+        parser.set_defaults(run=self.runners[name], verbose_logs=name in ("worker", "demo"))
+        return parser
+
+
+def _add_worker(commands: Subcommands) -> None:
+    parser = commands.add(
+        "worker",
+        "Run the handlers of a worqr.Worker in one or more supervised processes.",
+    )
+    parser.add_argument(
+        "target",
+        metavar="MODULE:ATTR",
+        help="where the Worker is: e.g. app:worker (a Worker, or a function returning one)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=positive_int,
+        default=1,
+        help="worker processes; with more than 1, a parent supervises them (default: 1)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=positive_int,
+        help="in-flight tasks per process (overrides the Worker)",
+    )
+    add_connection_options(parser)
+    parser.add_argument(
+        "--metrics-port",
+        type=port_number,
+        help="serve Prometheus metrics of every process on http://HOST:PORT/metrics",
+    )
+    parser.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="address for --metrics-port (default: 127.0.0.1)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=non_negative_float,
+        help="seconds running handlers get to finish on SIGTERM before their tasks go "
+        "back to the front of their queues (default: the Worker's, 30)",
+    )
+    parser.add_argument("--log-level", default="INFO", help="logging level (default: INFO)")
+    timing = parser.add_argument_group("mesh timing (each overrides the Worker's settings)")
+    timing.add_argument(
+        "--ttl",
+        type=positive_float,
+        metavar="SECONDS",
+        help="lease of each worker process: peers fail a process whose heartbeat has not "
+        "landed for this long and take its tasks (default: the Worker's, 3)",
+    )
+    timing.add_argument(
+        "--heartbeat",
+        type=positive_float,
+        metavar="SECONDS",
+        help="seconds between heartbeats (and reaping turns); must be shorter than "
+        "--ttl (default: the Worker's, 1)",
+    )
+    timing.add_argument(
+        "--poll-interval",
+        type=positive_float,
+        metavar="SECONDS",
+        help="seconds between fallback polls of each queue, in case a pub/sub wake-up "
+        "was lost (default: the Worker's, 5)",
+    )
+    timing.add_argument(
+        "--socket-timeout",
+        type=positive_float,
+        metavar="SECONDS",
+        help="seconds a Redis command may take before it counts as failed "
+        "(default: the Worker's, 10)",
+    )
+    supervision = parser.add_argument_group("supervision (with --processes > 1)")
+    supervision.add_argument(
+        "--max-restarts",
+        type=non_negative_int,
+        metavar="N",
+        help="restart dead worker processes at most N times (all together) within any "
+        "--restart-window; the next death stops every process with exit code 1. "
+        "0: never restart (default: 10)",
+    )
+    supervision.add_argument(
+        "--restart-window",
+        type=positive_float,
+        metavar="SECONDS",
+        help="the window --max-restarts counts over (default: 60)",
+    )
+    # Hidden: the supervisor's child mode.
+    parser.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--process-index", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--url-from-env", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--metrics-child", action="store_true", help=argparse.SUPPRESS)
+
+
+def _add_admin(commands: Subcommands) -> None:
+    parser = commands.add(
+        "enqueue",
+        "Add tasks to the back of a queue: the TASK arguments, else one task per line "
+        "of stdin (empty lines skipped).",
+    )
+    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
+    parser.add_argument("tasks", nargs="*", metavar="TASK")
+    add_connection_options(parser)
+    add_durability_options(parser)
+    parser.epilog = (
+        "Exit codes: 0 enqueued (and, with --wait-replicas N, held by N replicas); "
+        f"{EXIT_FAILURE} failure at run time; {EXIT_USAGE} bad usage or input; "
+        f"{EXIT_NOT_REPLICATED} enqueued on the master, but fewer than N replicas "
+        "acknowledged within --wait-timeout: the tasks may be lost if the master fails "
+        "before replicating them, and enqueueing them again would run them twice."
+    )
+
+    parser = commands.add(
+        "cancel",
+        "Cancel every copy of a task, queued or running (running handlers are stopped).",
+    )
+    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
+    parser.add_argument("task", metavar="TASK")
+    add_connection_options(parser)
+
+    parser = commands.add("delete", "Delete a queue with its tasks, processes and dead letters.")
+    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
+    add_connection_options(parser)
+
+    parser = commands.add(
+        "failed",
+        "List a queue's dead letters (oldest first), or move them back to the queue, or drop them.",
+    )
+    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument(
+        "--requeue", action="store_true", help="move them to the back of the queue, oldest first"
+    )
+    action.add_argument("--purge", action="store_true", help="delete them")
+    add_connection_options(parser)
+
+
+def _add_views(commands: Subcommands) -> None:
+    parser = commands.add("status", "Show queues (queued, in process, failed) and workers.")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_connection_options(parser)
+
+    parser = commands.add(
+        "top",
+        "A live view of queues and workers with rates, refreshed every second (Ctrl-C quits). "
+        "Needs the 'rich' package (pip install 'worqr[cli]').",
+    )
+    add_connection_options(parser)
+    parser.add_argument("--interval", type=positive_float, default=1.0, help=argparse.SUPPRESS)
+    parser.add_argument("--iterations", type=positive_int, help=argparse.SUPPRESS)
+
+
+def _add_tools(commands: Subcommands) -> None:
+    parser = commands.add(
+        "redis",
+        "Run a throwaway redis-server on 127.0.0.1 in the foreground, print its URL; "
+        "Ctrl-C stops it and removes its data.",
+    )
+    parser.add_argument("--port", type=port_number, help="TCP port (default: a free one)")
+    parser.add_argument(
+        "--appendonly", action="store_true", help="keep an append-only file (survives restarts)"
+    )
+
+    parser = commands.add(
+        "exporter",
+        "Serve the mesh's queue metrics (read from Redis at scrape time) for Prometheus.",
+    )
+    add_connection_options(parser)
+    parser.add_argument("--port", type=port_number, help="port to serve on (default: 9150)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"
+    )
+
+    parser = commands.add(
+        "demo",
+        "Show the mesh at work: workers in several processes, thousands of tasks, "
+        "cancellations, a worker killed mid-run, and every task accounted for.",
+    )
+    parser.add_argument(
+        "--url", help="use this Redis instead of starting an embedded one (keys get a fresh prefix)"
+    )
+    parser.add_argument(
+        "--tasks", type=positive_int, default=3000, help="tasks to enqueue (default: 3000)"
+    )
+    parser.add_argument(
+        "--processes", type=positive_int, default=4, help="worker processes (default: 4)"
+    )
+    parser.add_argument("--log-level", default="WARNING", help=argparse.SUPPRESS)
+
+
+def build(runners: Mapping[str, Runner], version: str) -> Parser:
+    """The parser of every subcommand; ``runners[name]`` runs subcommand ``name``."""
+    parser = Parser(
+        prog="worqr",
+        description="worqr: distributed work over Redis. Run `worqr COMMAND --help` for more.",
+    )
+    parser.add_argument("--version", action="version", version=f"worqr {version}")
+    commands = Subcommands(
+        parser.add_subparsers(dest="command", metavar="COMMAND", required=True), runners
+    )
+    _add_worker(commands)
+    _add_admin(commands)
+    _add_views(commands)
+    _add_tools(commands)
+    return parser

@@ -1,0 +1,204 @@
+# Generated from async_api.py by tools/unasync.py: do not edit; edit async_api.py
+# and run `python tools/unasync.py` (make lint fails while this copy is stale).
+"""The public methods of `Worqr`: each runs one plan of the core.
+
+``async_api.py`` is the one source of the client API: ``tools/unasync.py`` writes the
+synchronous copy, ``sync_api.py``, for `Worqr` (same names, signatures and
+docstrings, without ``async``/``await``), and ``make lint`` fails when that copy
+is stale. Docstrings are written for both clients: with `AsyncWorqr` every
+method is awaited.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import TypeVar
+
+from .._core import Callback
+from .._core.calls import Plan
+from .._process import Process
+from .shell import Shell
+
+T = TypeVar("T")
+
+
+class SyncApi(Shell):
+    _start_lock: threading.Lock
+
+    def _drive(self, plan: Plan[T], deadline: float | None = None) -> T:
+        """Run ``plan`` against Redis; resend what is safe for ``deadline`` seconds
+        (default `Settings.retry_deadline`; 0: never)."""
+        raise NotImplementedError
+
+    def _start_heartbeat(self) -> None:
+        """Start the background heartbeat (after the first registration)."""
+        raise NotImplementedError
+
+    # -- producing -------------------------------------------------------------
+
+    def enqueue(self, queue: str, task: str | bytes) -> None:
+        """Add one task (``str`` or ``bytes``) to the back of ``queue``."""
+        self._drive(self._core.enqueue_many(queue, [task]))
+
+    def enqueue_many(self, queue: str, tasks: Iterable[str | bytes]) -> int:
+        """Add tasks to the back of ``queue`` in order, in batched script calls;
+        returns how many. One bad task writes none of them."""
+        return self._drive(self._core.enqueue_many(queue, tasks))
+
+    def cancel_tasks(self, queue: str, task: str | bytes) -> int:
+        """Cancel every copy of ``task``: queued copies are removed, in-process
+        copies end and their workers are told. Returns how many copies."""
+        return self._drive(self._core.cancel_tasks(queue, task))
+
+    def delete_queue(self, queue: str) -> None:
+        """Drop ``queue`` with its tasks, processes and dead letters; listeners
+        get "delete" and in-process copies are fenced."""
+        self._drive(self._core.delete_queue(queue))
+
+    def configure_queue(self, queue: str, *, max_recoveries: int | None) -> None:
+        """Per-queue options shared by the mesh: ``max_recoveries`` overrides
+        `Settings.max_recoveries` for ``queue`` (-1: never dead-letter, for
+        persistent tasks; None: remove the override)."""
+        self._drive(self._core.configure_queue(queue, max_recoveries=max_recoveries))
+
+    # -- reading ---------------------------------------------------------------
+
+    def get_queues(self) -> list[str]:
+        """The mesh's known queues, sorted."""
+        return self._drive(self._core.get_queues())
+
+    def get_workers(self) -> list[str]:
+        """The registered workers' ids, sorted (the dead ones until peers fail them)."""
+        return self._drive(self._core.get_workers())
+
+    def get_working_queues(self, worker_id: str | None = None) -> list[str]:
+        """The queues ``worker_id`` works on (default: this client's worker)."""
+        return self._drive(self._core.get_working_queues(worker_id))
+
+    def get_worker_info(self, worker_id: str) -> dict[str, str]:
+        """A worker's host, pid and start time, as it registered them."""
+        return self._drive(self._core.get_worker_info(worker_id))
+
+    def count_tasks(self, queue: str) -> int:
+        """Tasks queued on ``queue``."""
+        return self._drive(self._core.count_tasks(queue))
+
+    def count_processes(self, queue: str) -> int:
+        """Processes of ``queue`` in flight on any worker."""
+        return self._drive(self._core.count_processes(queue))
+
+    def count_failed(self, queue: str) -> int:
+        """Dead letters of ``queue``."""
+        return self._drive(self._core.count_failed(queue))
+
+    def get_failed(self, queue: str) -> list[str | bytes]:
+        """The dead letters of ``queue``, newest first."""
+        return self._drive(self._core.get_failed(queue))
+
+    def get_stats(self, queue: str) -> dict[str, int]:
+        """Lifetime counters of ``queue`` by event: enqueued, dequeued, finished,
+        stopped, released, recovered, dead_lettered, failed, cancelled, redriven."""
+        return self._drive(self._core.get_stats(queue))
+
+    def workers_alive(self, worker_ids: Iterable[str]) -> list[bool]:
+        """Whether each worker's lease currently exists."""
+        return self._drive(self._core.workers_alive(worker_ids))
+
+    def count_worker_processes(self, queue: str, worker_id: str) -> int:
+        """Processes ``worker_id`` holds on ``queue``."""
+        return self._drive(self._core.count_worker_processes(queue, worker_id))
+
+    def requeue_failed(self, queue: str) -> int:
+        """Move the dead letters of ``queue`` to its back, oldest first, one atomic
+        move each; returns how many."""
+        return self._drive(self._core.requeue_failed(queue))
+
+    def purge_failed(self, queue: str) -> int:
+        """Drop the dead letters of ``queue``; returns how many."""
+        return self._drive(self._core.purge_failed(queue))
+
+    # -- working ---------------------------------------------------------------
+
+    def start_worker(self) -> str:
+        """Register in the mesh and start the heartbeat and peer supervision;
+        returns the worker id (the same one when called again)."""
+        with self._start_lock:
+            if self._core.worker_id is not None:
+                return self._core.worker_id
+            worker = self._drive(self._core.start_worker())
+            self._start_heartbeat()
+            return worker
+
+    def start_work(self, queue: str) -> None:
+        """Join ``queue``: dequeue from it and hear its wake-ups."""
+        self._drive(self._core.start_work(queue))
+
+    def stop_work(self, queue: str) -> None:
+        """Stop working on ``queue``; its processes go back to the front."""
+        self._drive(self._core.stop_work(queue))
+
+    def on(self, queue: str, callback: Callback) -> None:
+        """Call ``callback(event, message)`` for "work" (a hint of how many tasks
+        arrived), "cancel" (process ids) and "delete" (None). With `AsyncWorqr`
+        the callback may be a coroutine function."""
+        self._drive(self._core.on(queue, callback))
+
+    def dequeue(self, queue: str) -> Process | None:
+        """Take the task at the front of ``queue`` as a process, or None when it
+        is empty (joins the queue if needed)."""
+        taken = self._drive(self._core.dequeue(queue, 1))
+        return taken[0] if taken else None
+
+    def dequeue_many(self, queue: str, count: int) -> list[Process]:
+        """Take up to ``count`` tasks from the front of ``queue``; a large count
+        runs as script calls of at most 500 tasks each."""
+        return self._drive(self._core.dequeue(queue, count))
+
+    def finish_process(self, process: str | Process) -> bool:
+        """End a process; False if it no longer exists (fenced: its worker was
+        failed, or it was cancelled or deleted)."""
+        return self._drive(self._core.finish_process(process))
+
+    def complete(
+        self, queue: str, finished: Iterable[str | Process], count: int = 0
+    ) -> tuple[list[bool], list[Process]]:
+        """Finish processes of ``queue`` and take up to ``count`` more tasks from its
+        front, in one script call. Returns a flag per finished process (False: it no
+        longer existed, as `finish_process`) and the new processes."""
+        return self._drive(self._core.complete(queue, finished, count))
+
+    def stop_process(self, process: str | Process) -> bool:
+        """End a process and put its task back at the front of its queue; False
+        if it no longer exists."""
+        return self._drive(self._core.stop_process(process))
+
+    def fail_process(self, process: str | Process) -> bool:
+        """Dead-letter a process whose task failed; False if it no longer exists."""
+        return self._drive(self._core.fail_process(process))
+
+    def processes_exist(self, queue: str, pids: Iterable[str]) -> list[bool]:
+        """Whether each process still exists (not finished, cancelled or failed over)."""
+        return self._drive(self._core.processes_exist(queue, pids))
+
+    def fail_worker(self) -> int:
+        """Return every process of this worker to the front of its queue; the
+        worker stays registered. Returns how many."""
+        return self._drive(self._core.fail_worker())
+
+    def reconcile(self) -> int:
+        """Return to the front the processes Redis says this worker holds but this
+        client no longer runs (acknowledgements Redis lost, e.g. in a failover);
+        heartbeats do it after an outage. Returns how many."""
+        return self._drive(self._core.reconcile())
+
+    def reap(self) -> int:
+        """Fail every dead worker now; returns how many (peers also do it on their
+        own, once per interval for the whole mesh)."""
+        return self._drive(self._core.reap())
+
+    def heartbeat(self) -> str:
+        """Run one heartbeat now (the background loop does it every interval):
+        "ok", "reaped", "recovered" (the lease was lost; re-registered) or
+        "leaving"."""
+        return self._drive(self._core.heartbeat(), deadline=0)

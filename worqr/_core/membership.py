@@ -1,0 +1,132 @@
+"""Plans of a worker's membership: registering in the mesh, joining and leaving
+queues, handing processes back, and leaving the mesh."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import re
+import time
+import uuid
+
+from .._keys import QueueKeys
+from . import scripts
+from .base import CoreBase
+from .calls import Plan, Subscribe, command
+from .eviction import check_eviction_policy
+from .lua import IdTakenError
+from .scripts import RequeueMode
+
+
+def new_worker_id() -> str:
+    """``host-pid-random``: readable in `worqr status`, and never reused."""
+    host = re.sub(r"[^A-Za-z0-9._-]", "_", platform.node())[:40] or "host"
+    return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+class Membership(CoreBase):
+    def start_worker(self) -> Plan[str]:
+        if self.worker_id is not None:
+            return self.worker_id
+        self._leaving = False
+        if not self.cluster:  # CONFIG GET has no slot: redis-py's cluster clients
+            yield from check_eviction_policy()  # route it to one node, or cannot at all
+        worker = yield from self.register()
+        self.worker_id = worker
+        return worker
+
+    def register(self) -> Plan[str]:
+        """Register under a new worker id, with a fresh lease."""
+        worker = new_worker_id()
+        sent = time.monotonic()
+        info = ("host", platform.node(), "pid", os.getpid(), "started", time.time())
+        with contextlib.suppress(IdTakenError):  # a resend of our first attempt
+            yield scripts.register(self.mesh, worker, ttl_ms=self.settings.ttl_ms, info=info)
+        self.last_heartbeat = sent
+        self.hooks.on_registered(worker)
+        return worker
+
+    def start_work(self, queue: str) -> Plan[None]:
+        worker = self.require_worker()
+        keys = self.queue_keys(queue)
+        self._joining.add(queue)
+        yield from self.join(keys, queue, worker)
+        self.working.add(queue)
+        self._joining.discard(queue)
+
+    def join(self, keys: QueueKeys, queue: str, worker: str) -> Plan[None]:
+        """Join ``queue`` as ``worker``: the mesh registry first, so a reaper that
+        fails the worker always finds the queue; then membership and wake-ups."""
+        yield scripts.add_worker_queue(self.mesh, worker, queue)
+        self._registered[queue] = time.monotonic()
+        yield scripts.join_queue(keys, worker)
+        yield from self.publish_command()  # subscribe the way scripts will publish
+        self._channels[keys.events] = (queue, "events")
+        self._channels[keys.wake(worker)] = (queue, "wake")
+        yield Subscribe(add=(keys.events, keys.wake(worker)))
+
+    def stop_work(self, queue: str) -> Plan[int]:
+        worker = self.require_worker()
+        keys = self.queue_keys(queue)
+        requeued, _ = yield from self.requeue_owned(keys, worker, "leave")
+        yield command("SREM", self.mesh.worker_queues(worker), queue)
+        self.working.discard(queue)
+        yield from self.unsubscribe_wake(keys, worker)
+        return requeued
+
+    def unsubscribe_wake(self, keys: QueueKeys, worker: str) -> Plan[None]:
+        channel = keys.wake(worker)
+        if self._channels.pop(channel, None) is not None:
+            yield Subscribe(remove=(channel,))
+
+    def requeue_owned(
+        self, keys: QueueKeys, worker: str, mode: RequeueMode
+    ) -> Plan[tuple[int, int]]:
+        """Return every process of ``worker`` on one queue, chunk by chunk; returns
+        (requeued, dead-lettered)."""
+        settings = self.settings
+        publish = self.publish or (yield from self.publish_command())
+        requeued = dead_lettered = 0
+        while True:
+            moved, poisoned, remaining = yield scripts.requeue_owned(
+                keys,
+                worker,
+                mode=mode,
+                chunk=settings.requeue_chunk,
+                max_recoveries=settings.max_recoveries,
+                failed_max=settings.failed_max,
+                publish=publish,
+            )
+            requeued += int(moved)
+            dead_lettered += int(poisoned)
+            if int(remaining) == 0:
+                return requeued, dead_lettered
+
+    def fail_worker(self) -> Plan[int]:
+        """Hand every process of this worker back to the front of its queue."""
+        worker = self.require_worker()
+        total = 0
+        for queue in sorted(self.working):
+            requeued, _ = yield from self.requeue_owned(self.mesh.queue(queue), worker, "release")
+            total += requeued
+        return total
+
+    def forget(self, worker: str, *, only_if_dead: bool) -> Plan[bool]:
+        """Drop ``worker`` from the mesh registry (after its processes went back)."""
+        reply = yield scripts.forget_worker(self.mesh, worker, only_if_dead=only_if_dead)
+        return bool(reply == 1)
+
+    def deregister(self) -> Plan[None]:
+        """Leave the mesh cleanly: hand processes back, then forget this worker."""
+        worker = self.worker_id
+        if worker is None:
+            return
+        self._leaving = True
+        for queue in sorted(self.working | self._joining):
+            yield from self.requeue_owned(self.mesh.queue(queue), worker, "leave")
+            yield from self.unsubscribe_wake(self.mesh.queue(queue), worker)
+        yield from self.forget(worker, only_if_dead=False)
+        self.working.clear()
+        self._joining.clear()
+        self.worker_id = None

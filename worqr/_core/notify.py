@@ -1,0 +1,61 @@
+"""Notifications: which channels a client listens on, and what a pub/sub message
+(or the fallback poll) means for each queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Callback, CoreBase, text
+from .calls import Plan, Subscribe
+
+
+class Notifications(CoreBase):
+    def on(self, queue: str, callback: Callback) -> Plan[None]:
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        keys = self.queue_keys(queue)
+        listeners = self._listeners.setdefault(queue, [])
+        if callback not in listeners:  # a retry after a failed subscribe: hear events once
+            listeners.append(callback)
+        yield from self.publish_command()  # subscribe the way scripts will publish
+        self._channels.setdefault(keys.events, (queue, "events"))
+        yield Subscribe(add=(keys.events,))
+
+    def parse_message(self, message: dict[str, Any]) -> list[tuple[str, str, Any]]:
+        """Turn one pub/sub message into ``(queue, event, message)`` triples.
+
+        Events: ``("work", n)`` where n is a hint of how many tasks arrived (0:
+        unknown, e.g. after a (re)subscribe, when the queue must be drained);
+        ``("cancel", [pid, ...])``; ``("delete", None)``.
+        """
+        kind = message.get("type")
+        channel = text(message.get("channel") or b"")
+        entry = self._channels.get(channel)
+        if entry is None:
+            return []
+        queue, role = entry
+        if kind in ("subscribe", "ssubscribe"):
+            return [(queue, "work", 0)] if role == "wake" else []
+        if kind not in ("message", "smessage"):
+            return []
+        data = text(message.get("data") or b"")
+        name, _, rest = data.partition(":")
+        if name == "work":
+            return [(queue, "work", int(rest or 0))]
+        if name == "cancel":
+            return [(queue, "cancel", rest.split())]
+        if name == "delete":
+            self.working.discard(queue)
+            return [(queue, "delete", None)]
+        return []
+
+    def poll_events(self) -> list[tuple[str, str, Any]]:
+        """The fallback poll: a "work" hint for every worked queue."""
+        return [(queue, "work", 0) for queue in sorted(self.working)]
+
+    def listeners(self, queue: str) -> list[Callback]:
+        return list(self._listeners.get(queue, ()))
+
+    @property
+    def subscribed(self) -> bool:
+        return bool(self._channels)

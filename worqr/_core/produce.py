@@ -1,0 +1,156 @@
+"""Plans that produce and remove work: enqueue, cancel by payload, delete a
+queue, and the per-queue options shared by the mesh."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from redis.exceptions import NoScriptError, ResponseError
+
+from .._errors import AmbiguousResultError, ReplicationTimeoutError, WorqrError
+from .._keys import QueueKeys
+from . import scripts
+from .base import CoreBase, text
+from .calls import Pinned, Plan, command
+from .lua import source, translate
+
+ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
+REGISTRY_REFRESH = 30.0  # seconds between re-adding a queue to the registry
+
+
+def _with_count(error: Exception, done: int, total: int) -> Exception:
+    """``error`` (same type when possible) saying how much of an enqueue_many applied."""
+    message = f"{done} of {total} tasks were enqueued, the rest were not: {error}"
+    try:
+        return type(error)(message)
+    except Exception:  # a constructor that wants other arguments
+        return WorqrError(message)
+
+
+class Producing(CoreBase):
+    def encode_task(self, task: object) -> bytes:
+        if isinstance(task, str):
+            try:
+                data = task.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise ValueError(f"task is not encodable as UTF-8: {error.reason}") from None
+        elif isinstance(task, bytes | bytearray | memoryview):
+            data = bytes(task)
+        else:
+            raise TypeError(f"task must be str or bytes, not {type(task).__name__}")
+        if len(data) > self.settings.max_task_bytes:
+            raise ValueError(
+                f"task is {len(data)} bytes; the limit is {self.settings.max_task_bytes} "
+                "(Settings.max_task_bytes)"
+            )
+        return data
+
+    def enqueue_many(self, queue: str, tasks: Iterable[object]) -> Plan[int]:
+        keys = self.queue_keys(queue)
+        if isinstance(tasks, str | bytes):
+            raise TypeError("enqueue_many takes an iterable of tasks, not one task")
+        payloads = [self.encode_task(task) for task in tasks]  # all checked before any write
+        if not payloads:
+            return 0
+        if time.monotonic() - self._registered.get(queue, -REGISTRY_REFRESH) >= REGISTRY_REFRESH:
+            yield from self.register_queue(queue)
+        # (The checks inline save a generator per call on the hot path.)
+        publish = self.publish or (yield from self.publish_command())
+        done = 0
+        for start in range(0, len(payloads), ENQUEUE_BATCH):
+            batch = payloads[start : start + ENQUEUE_BATCH]
+            try:
+                yield from self._push(keys, publish, batch, done, len(payloads))
+            except ReplicationTimeoutError:
+                raise
+            except AmbiguousResultError:
+                if len(payloads) == 1:
+                    raise
+                raise AmbiguousResultError(
+                    f"{done} of {len(payloads)} tasks were enqueued; the next "
+                    f"{len(batch)} may or may not have been"
+                ) from None
+            except Exception as error:
+                if done == 0:
+                    raise
+                # Earlier batches stay enqueued: say so, or a caller that retries
+                # the whole call enqueues them twice (e.g. Redis filled up meanwhile).
+                raise _with_count(error, done, len(payloads)) from error
+            done += len(batch)
+        return done
+
+    def _push(
+        self, keys: QueueKeys, publish: str, batch: list[bytes], done: int, total: int
+    ) -> Plan[None]:
+        """One enqueue script call; with ``wait_replicas``, followed on the same
+        connection by ``WAIT``, and a `ReplicationTimeoutError` if too few
+        replicas acknowledged in time."""
+        call = scripts.enqueue(keys, batch, publish=publish)
+        required = self.settings.wait_replicas
+        if not required:
+            yield call
+            return
+        wait = command("WAIT", required, self.settings.wait_timeout_ms)
+        reply, acked = yield Pinned((call, wait))
+        if isinstance(reply, NoScriptError):  # the script did not run: send it again after
+            # loading it on the same connection (on a cluster: the node that said NOSCRIPT)
+            load = command("SCRIPT", "LOAD", source("enqueue"))
+            _, reply, acked = yield Pinned((load, call, wait))
+        if isinstance(reply, ResponseError):
+            raise translate(reply)
+        if isinstance(acked, ResponseError):
+            raise acked
+        if int(acked) < required:
+            applied = done + len(batch)
+            rest = f"; the other {total - applied} were not enqueued" if applied < total else ""
+            raise ReplicationTimeoutError(
+                f"{len(batch)} task(s) ARE enqueued on the master, but only {acked} of "
+                f"{required} replicas acknowledged them within {self.settings.wait_timeout:g}s "
+                f"(Settings.wait_replicas/wait_timeout): they are lost if the master fails "
+                f"before replicating them; enqueueing them again would run them twice{rest}",
+                enqueued=applied,
+                unconfirmed=len(batch),
+                replicas=int(acked),
+                required=required,
+            )
+
+    def register_queue(self, queue: str) -> Plan[None]:
+        """Add ``queue`` to the mesh's registry, at most once per `REGISTRY_REFRESH`
+        (a deleted queue that is used again comes back)."""
+        now = time.monotonic()
+        if now - self._registered.get(queue, -REGISTRY_REFRESH) >= REGISTRY_REFRESH:
+            yield command("SADD", self.mesh.queues, queue)
+            self._registered[queue] = now
+
+    def cancel_tasks(self, queue: str, task: object) -> Plan[int]:
+        keys = self.queue_keys(queue)
+        data = self.encode_task(task)
+        publish = yield from self.publish_command()
+        reply = yield scripts.cancel(keys, data, publish=publish)
+        return int(reply[0]) + len(reply) - 1
+
+    def delete_queue(self, queue: str) -> Plan[None]:
+        keys = self.queue_keys(queue)
+        members = [text(member) for member in (yield command("SMEMBERS", keys.members))]
+        publish = yield from self.publish_command()
+        yield scripts.delete_queue(keys, members, publish=publish)
+        yield command("SREM", self.mesh.queues, queue)
+        self._registered.pop(queue, None)
+
+    def configure_queue(self, queue: str, *, max_recoveries: int | None) -> Plan[None]:
+        """Per-queue options, stored in Redis for every worker of the mesh.
+
+        ``max_recoveries`` overrides the reaper's setting for this queue; -1 means
+        tasks are never dead-lettered for killing their workers (persistent tasks);
+        None removes the override.
+        """
+        keys = self.queue_keys(queue)
+        if max_recoveries is None:
+            yield command("HDEL", keys.config, "max_recoveries")
+            return
+        if isinstance(max_recoveries, bool) or not isinstance(max_recoveries, int):
+            raise TypeError("max_recoveries must be an int or None")
+        if max_recoveries < -1:
+            raise ValueError(f"max_recoveries must be >= -1, got {max_recoveries}")
+        yield command("HSET", keys.config, "max_recoveries", max_recoveries)

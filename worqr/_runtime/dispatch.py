@@ -1,0 +1,225 @@
+"""The processes in flight of one worker run: starting their handlers, stopping
+them (cancelled, lease lost or stale, shutdown), and settling how each ended."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from .._clients.async_client import AsyncWorqr
+from .._hooks import Hooks
+from .._process import Process
+from .acks import Acknowledger
+from .capacity import Capacity
+from .context import ProcessContext
+from .running import HandlerSpec, Outcome, Reason, Running, launch
+from .settings import WorkerSettings
+from .threads import HandlerThreads
+
+logger = logging.getLogger("worqr.worker")
+
+PAYLOAD_LOG_CHARS = 200  # a failure log never carries a whole (maybe huge) payload
+
+
+class Dispatcher(Hooks):
+    """Runs handlers for taken processes and settles their outcome (the policy
+    is `Running.outcome`). As a `Hooks` of the client it hears of a lost lease
+    and stops the handlers that ran under the lost id."""
+
+    def __init__(
+        self,
+        client: AsyncWorqr,
+        *,
+        settings: WorkerSettings,
+        specs: dict[str, HandlerSpec],
+        capacity: Capacity,
+        acks: Acknowledger,
+        hooks: Hooks,
+        threads: HandlerThreads,
+        wake: Callable[[list[str]], None],
+        track: Callable[[asyncio.Future[Any]], None],
+        stopping: Callable[[], bool],
+    ) -> None:
+        self.client = client
+        self.settings = settings
+        self.specs = specs
+        self.capacity = capacity
+        self.acks = acks
+        self.hooks = hooks
+        self.threads = threads
+        self.running: dict[str, Running] = {}
+        self._wake = wake
+        self._track = track
+        self._stopping = stopping
+        self._lost_ids: set[str] = set()  # our former worker ids (their processes are peers')
+
+    # -- starting ----------------------------------------------------------------
+
+    def start(self, process: Process) -> None:
+        if process.worker_id in self._lost_ids:
+            # Taken under an id whose lease is gone: the core returns it to the queue.
+            self._wake(self.capacity.release(process.queue))
+            self.hooks.on_dropped(process.queue)
+            return
+        running = Running(process, self.specs[process.queue], ProcessContext(process))
+        running.inner = launch(running, asyncio.get_running_loop(), self.threads)
+        self.running[process.id] = running
+        self.hooks.on_started(process.queue)
+        running.inner.add_done_callback(partial(self._ended, running))
+        self._track(running.inner)  # a drain waits for the handler
+
+    # -- ending ------------------------------------------------------------------
+
+    def _ended(self, running: Running, _: object) -> None:
+        """The handler ended. The common case (it returned) needs no task of its
+        own: its finish waits for the queue's next call, and a drain waits for it."""
+        try:
+            if self.running.get(running.process.id) is running and not self._stopping():
+                outcome, _error = running.outcome()
+                if outcome is Outcome.FINISHED:
+                    # Its slot frees first, so the call that carries the finish refills it.
+                    process, seconds = running.process, running.seconds()
+                    self.acks.finish_later(process, seconds)
+                    self._end(running)
+                    self._wake([process.queue])
+                    return
+        except Exception:  # never leave a process without an outcome
+            logger.exception("settling process %s failed", running.process.id)
+        self._track(asyncio.create_task(self._settle_then_end(running)))
+
+    async def _settle_then_end(self, running: Running) -> None:
+        try:
+            await self._settle(running)
+        finally:
+            self._end(running)
+
+    def _end(self, running: Running) -> None:
+        if self.running.get(running.process.id) is not running:
+            return
+        del self.running[running.process.id]
+        self._wake(self.capacity.release(running.process.queue))
+
+    async def _settle(self, running: Running) -> None:
+        """Acknowledge the outcome of a process whose handler ended."""
+        process, queue = running.process, running.process.queue
+        if self.running.get(process.id) is not running:
+            return  # a shutdown that ran out of time already gave its task back
+        outcome, error = running.outcome()
+        seconds = running.seconds()
+        hooks, acks, client = self.hooks, self.acks, self.client
+        if outcome is Outcome.LEASE_LOST:
+            hooks.on_fenced(queue)
+        elif outcome is Outcome.SHUTDOWN:
+            hooks.on_retried(queue)  # deregistering returns it
+        elif outcome is Outcome.CANCELLED:
+            # The process is gone already; the ack clears our records of it. A stop,
+            # not a finish: were it somehow still there, it would be requeued, not lost.
+            await acks.send(client.stop_process, process)
+            hooks.on_cancelled(queue)
+        elif outcome is Outcome.RETRIED:
+            if await acks.send(client.stop_process, process):
+                hooks.on_retried(queue)
+            else:
+                hooks.on_fenced(queue)
+        elif outcome is Outcome.FAILED:
+            self._log_failure(process, error)
+            if await acks.send(client.fail_process, process):
+                hooks.on_failed(queue, seconds)
+            else:
+                hooks.on_fenced(queue)
+        else:  # while stopping (else `_ended` batches it): no puller to carry it
+            await acks.finish(process, seconds)
+
+    def _log_failure(self, process: Process, error: BaseException | None) -> None:
+        payload = ""
+        if self.settings.log_payloads:
+            payload = f" task={process.task!r:.{PAYLOAD_LOG_CHARS}}"
+        logger.error(
+            "handler of queue %r failed (process %s)%s",
+            process.queue,
+            process.id,
+            payload,
+            exc_info=error,
+        )
+
+    # -- stopping handlers -------------------------------------------------------
+
+    def stop(self, pid: str, reason: Reason) -> None:
+        running = self.running.get(pid)
+        if running is not None:
+            running.stop(reason)
+
+    def stop_queue(self, queue: str, reason: Reason) -> None:
+        for running in list(self.running.values()):
+            if running.process.queue == queue:
+                running.stop(reason)
+
+    def stop_all(self, reason: Reason, *, persistent_only: bool = False) -> int:
+        """Ask handlers to stop; returns how many were asked."""
+        return sum(
+            running.stop(reason)
+            for running in list(self.running.values())
+            if running.spec.persistent or not persistent_only
+        )
+
+    def on_lease_lost(self, worker_id: str) -> None:
+        # Runs in the heartbeat task, before the core returns the old id's processes.
+        self._lost_ids.add(worker_id)
+        for running in list(self.running.values()):
+            if running.process.worker_id == worker_id:
+                running.stop("lease")
+
+    async def fence(self) -> None:
+        """Self-fencing: a worker whose heartbeats stopped landing stops its
+        handlers before its lease can expire, so no task runs here while a peer
+        that failed us runs it too."""
+        tick = self.settings.client.heartbeat / 4
+        while True:
+            await asyncio.sleep(tick)
+            if self.running and not self.client.lease_fresh():
+                stopped = self.stop_all("stale")
+                if stopped:
+                    logger.warning(
+                        "no heartbeat landed for %.1f s: stopped %d handlers before peers "
+                        "may take their tasks",
+                        self.settings.client.ttl * 2 / 3,
+                        stopped,
+                    )
+
+    async def watch(self) -> None:
+        """Pub/sub is a hint: every poll interval, stop handlers whose process
+        vanished (cancelled, or failed over to a peer) without us hearing of it."""
+        while True:
+            await asyncio.sleep(self.settings.client.poll_interval)
+            by_queue: dict[str, list[str]] = {}
+            for pid, running in self.running.items():
+                if running.reason is None:
+                    by_queue.setdefault(running.process.queue, []).append(pid)
+            for queue, pids in by_queue.items():
+                try:
+                    exist = await self.client.processes_exist(queue, pids)
+                except Exception as error:  # Redis away: the heartbeat logs the outage
+                    logger.debug("process check of %r failed: %s", queue, error)
+                    break
+                for pid, alive in zip(pids, exist, strict=True):
+                    if not alive:
+                        self.stop(pid, "cancel")
+
+    def forget_unfinished(self) -> None:
+        """After a shutdown's last wait: deregistering gives these tasks back."""
+        stuck = 0
+        for running in list(self.running.values()):
+            stuck += not running.spec.is_async
+            del self.running[running.process.id]
+            self.capacity.release(running.process.queue)
+            self.hooks.on_retried(running.process.queue)
+        if stuck:
+            # Threads cannot be killed: the process exits when these handlers return.
+            logger.warning(
+                "%d sync handlers ignore current_process().cancelled; their tasks were "
+                "returned to their queues, but their threads still run",
+                stuck,
+            )
