@@ -203,14 +203,14 @@ def test_every_script_and_read_runs_on_the_cluster(make: Callable[..., worqr.Wor
     client = make(start=False)
     ran: set[str] = set()
 
-    execute_once = client._execute_once
+    execute_once = client._executor._execute_once
 
     def counting(request: Any) -> Any:
         if getattr(request, "script", None):
             ran.add(request.script)
         return execute_once(request)
 
-    client._execute_once = counting  # type: ignore[method-assign]
+    client._executor._execute_once = counting  # type: ignore[method-assign]
     worker_id = client.start_worker()
     client.configure_queue("q", max_recoveries=3)
     client.enqueue_many("q", ["a", "b", "c", "d", "e"])

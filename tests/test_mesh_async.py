@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 from collections.abc import Awaitable
 from typing import Any
 
@@ -338,9 +339,11 @@ def test_aclose_cancels_and_awaits_its_background_tasks(redis_url: str, prefix: 
         await wq.enqueue("q", "task")
         assert await wq.dequeue("q") is not None
         mine = asyncio.all_tasks() - before
-        assert {task.get_name() for task in mine} == {"worqr-heartbeat", "worqr-listener"}
+        assert {task.get_name() for task in mine} == {"worqr-lease", "worqr-listener"}
+        assert "worqr-lease" in {thread.name for thread in threading.enumerate()}
         # Both loops are mid-run, not just started: the listener has delivered
-        # fallback-poll hints, and heartbeats (every 0.05 s) have landed since.
+        # fallback-poll hints, and heartbeats (every 0.05 s, from the lease
+        # thread) have landed since.
         beat = wq._core.last_heartbeat
         await async_wait_until(lambda: len(hints) >= 3, message="no poll hints")
         await async_wait_until(lambda: wq._core.last_heartbeat > beat, message="no heartbeat")
@@ -348,6 +351,7 @@ def test_aclose_cancels_and_awaits_its_background_tasks(redis_url: str, prefix: 
         await wq.aclose()
         assert all(task.done() for task in mine)
         assert asyncio.all_tasks() == before
+        assert "worqr-lease" not in {thread.name for thread in threading.enumerate()}
         async with worqr.AsyncWorqr(redis_url, settings=settings) as other:
             assert await other.get_workers() == []  # it left the mesh
             assert await other.count_tasks("q") == 1  # and returned its process

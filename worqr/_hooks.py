@@ -46,6 +46,12 @@ class Hooks:
     def on_redis_up(self, what: str, seconds: float) -> None:
         """That loop reached Redis again after ``seconds``."""
 
+    def on_loop_blocked(self, seconds: float, culprit: str) -> None:
+        """The event loop of an `AsyncWorqr` (so of a `Worker`) made no progress for
+        ``seconds`` (more than a second) and runs again; ``culprit`` names what was
+        running on it (e.g. "the handler of queue 'q' (app.handle)"), never a
+        payload. Called on the loop once it runs again."""
+
     # -- processes of a Worker --------------------------------------------------
 
     def on_started(self, queue: str) -> None:
@@ -124,6 +130,9 @@ class HookList(Hooks):
     def on_redis_up(self, what: str, seconds: float) -> None:
         self._each(lambda h: h.on_redis_up(what, seconds))
 
+    def on_loop_blocked(self, seconds: float, culprit: str) -> None:
+        self._each(lambda h: h.on_loop_blocked(seconds, culprit))
+
     def on_started(self, queue: str) -> None:
         self._each(lambda h: h.on_started(queue))
 
@@ -191,3 +200,6 @@ class ObserverHooks(Hooks):
 
     def on_redis_up(self, what: str, seconds: float) -> None:
         self.observer("redis_up", {"what": what, "seconds": seconds})
+
+    def on_loop_blocked(self, seconds: float, culprit: str) -> None:
+        self.observer("loop_blocked", {"seconds": seconds, "culprit": culprit})

@@ -48,6 +48,10 @@ class Settings:
             `ReplicationTimeoutError` (the tasks are then enqueued on the master but
             may be lost if it fails now). 0, the default, does not wait.
         wait_timeout: seconds an enqueue waits for ``wait_replicas`` acknowledgements.
+        max_blocked: seconds an `AsyncWorqr`'s event loop may make no progress
+            (blocked by a handler or callback) while its lease thread keeps the
+            lease; past it the lease is let go, so peers fail the worker and run
+            its tasks elsewhere.
     """
 
     prefix: str = "worqr"
@@ -63,10 +67,18 @@ class Settings:
     decode_tasks: bool = True
     wait_replicas: int = 0
     wait_timeout: float = 1.0
+    max_blocked: float = 60.0
 
     def __post_init__(self) -> None:
         validate_name(self.prefix, "prefix")
-        for name in ("ttl", "heartbeat", "poll_interval", "socket_timeout", "retry_deadline"):
+        for name in (
+            "ttl",
+            "heartbeat",
+            "poll_interval",
+            "socket_timeout",
+            "retry_deadline",
+            "max_blocked",
+        ):
             _positive(name, getattr(self, name))
         for name in ("max_task_bytes", "failed_max", "requeue_chunk"):
             value = getattr(self, name)

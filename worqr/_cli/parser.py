@@ -118,6 +118,14 @@ def _add_worker(commands: Subcommands) -> None:
         help="seconds a Redis command may take before it counts as failed "
         "(default: the Worker's, 10)",
     )
+    timing.add_argument(
+        "--max-blocked",
+        type=positive_float,
+        metavar="SECONDS",
+        help="seconds a process's event loop may stay blocked (a blocking call in an async "
+        "handler) while its lease is still kept; past it peers fail the process and run its "
+        "tasks elsewhere (default: the Worker's, 60)",
+    )
     supervision = parser.add_argument_group("supervision (with --processes > 1)")
     supervision.add_argument(
         "--max-restarts",

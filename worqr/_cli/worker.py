@@ -78,6 +78,7 @@ OVERRIDES = {
     "--heartbeat": "heartbeat",
     "--poll-interval": "poll_interval",
     "--socket-timeout": "socket_timeout",
+    "--max-blocked": "max_blocked",
     "--grace": "grace_period",
 }
 

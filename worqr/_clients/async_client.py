@@ -24,10 +24,12 @@ from .._core.pinned import Refresh, cluster_route, commands, target
 from .._settings import Settings
 from .async_api import AsyncApi
 from .async_shards import AsyncClusterSubscriber
-from .connect import subscriber_client, subscriber_options
+from .connect import subscriber_client, subscriber_options, sync_twin
+from .lease import LeaseThread
 from .outage import OutageLog
 from .pubsub_guard import AsyncPubSubGuard
 from .resend import tenacity_options
+from .sync_exec import SyncExecutor
 
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
@@ -88,6 +90,10 @@ class AsyncWorqr(AsyncApi):
         self._tasks: list[asyncio.Task[None]] = []
         self._start_lock = asyncio.Lock()
         self._closing = False  # ends a loop whose own callback called aclose()
+        self._lease: LeaseThread | None = None
+        self._lease_redis: Any = None  # the lease thread's own (sync) client
+        self._lease_pending: tuple[str, int] | None = None
+        self._lease_wanted = asyncio.Event()
 
     # -- driving plans ---------------------------------------------------------
 
@@ -174,7 +180,55 @@ class AsyncWorqr(AsyncApi):
         self._tasks.append(asyncio.create_task(loop, name=name))
 
     def _start_heartbeat(self) -> None:
-        self._spawn(self._heartbeat_loop(), "worqr-heartbeat")
+        """The lease thread, and the task that takes over what it leaves to the
+        loop (`lease`); the heartbeat runs on the loop only when a client passed
+        in cannot be copied for the thread."""
+        twin = sync_twin(
+            self._url,
+            self.settings,
+            cluster=self._cluster,
+            sentinel=self._sentinel,
+            passed_in=None if self._own_redis else self._redis,
+        )
+        if twin is None:
+            logger.warning(
+                "the lease is renewed on the event loop (the redis client passed in cannot "
+                "be copied for the lease thread): a loop blocked for longer than the ttl "
+                "gets this worker failed by its peers"
+            )
+            self._spawn(self._heartbeat_loop(), "worqr-heartbeat")
+            return
+        self._lease_redis = twin
+        self._lease = LeaseThread(
+            self._core,
+            SyncExecutor(twin, self.settings),
+            asyncio.get_running_loop(),
+            self._lease_followup,
+            self._core.hooks,
+        )
+        self._spawn(self._follow_lease(), "worqr-lease")
+        self._lease.start()
+
+    def _lease_followup(self, worker: str, reply: int) -> None:
+        """On the loop: a renewal left work for it (see `_follow_lease`)."""
+        self._lease_pending = (worker, reply)
+        self._lease_wanted.set()
+
+    async def _follow_lease(self) -> None:
+        """Recover a lost lease and reconcile when the lease thread says so. A
+        step that fails is asked for again by the thread's next renewal."""
+        outage = OutageLog("lease", self._core.hooks)
+        while not self._closing:
+            await self._lease_wanted.wait()
+            self._lease_wanted.clear()
+            pending, self._lease_pending = self._lease_pending, None
+            if pending is None:
+                continue
+            try:
+                await self._drive(self._core.after_renew(*pending), deadline=0)
+                outage.ok()
+            except Exception as error:
+                outage.failed(error)
 
     async def _heartbeat_loop(self) -> None:
         hooks = self._core.hooks
@@ -246,11 +300,14 @@ class AsyncWorqr(AsyncApi):
     # -- closing ---------------------------------------------------------------
 
     async def aclose(self) -> None:
+        """Leave the mesh (processes go back to the front) and close connections."""
         try:
             if self._core.worker_id is not None:
                 await self._drive(self._core.deregister())
         finally:
             self._closing = True
+            if self._lease is not None:
+                self._lease.stop()
             current = asyncio.current_task()
             others = [task for task in self._tasks if task is not current]
             for task in others:
@@ -267,6 +324,9 @@ class AsyncWorqr(AsyncApi):
                     await self._subscriber.aclose()
                 if self._own_redis:
                     await self._redis.aclose()
+                if self._lease is not None:
+                    lease, twin, self._lease = self._lease, self._lease_redis, None
+                    await asyncio.to_thread(_close_lease, lease, twin)
 
     async def __aenter__(self) -> AsyncWorqr:
         return self
@@ -278,3 +338,10 @@ class AsyncWorqr(AsyncApi):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _close_lease(lease: LeaseThread, client: Any) -> None:
+    """Wait for the lease thread (a call in flight ends within the socket timeout)
+    and close its connection; off the loop, since both may block."""
+    lease.join(timeout=5)
+    client.close()

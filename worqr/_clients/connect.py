@@ -11,7 +11,11 @@ import redis as redis_py
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.client import PubSub as AsyncPubSub
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
-from redis.cluster import RedisCluster
+from redis.asyncio.connection import Connection as AsyncConnection
+from redis.asyncio.connection import ConnectionPool as AsyncConnectionPool
+from redis.asyncio.connection import SSLConnection as AsyncSSLConnection
+from redis.asyncio.connection import UnixDomainSocketConnection as AsyncUnixConnection
+from redis.cluster import ClusterNode, RedisCluster
 
 from .._errors import WorqrError
 from .._settings import Settings
@@ -135,3 +139,79 @@ def master_for(target: SentinelTarget, options: dict[str, Any], *, asynchronous:
     if asynchronous:
         return async_master_client(target, options)
     return master_client(target, options)
+
+
+# Connection settings a client passed in shares with its sync twin (plain data,
+# the same for both colours of redis-py).
+_TWIN_SETTINGS = (
+    "host",
+    "port",
+    "path",
+    "db",
+    "username",
+    "password",
+    "credential_provider",
+    "client_name",
+    "protocol",
+    "socket_timeout",
+    "socket_connect_timeout",
+    "socket_keepalive",
+    "socket_keepalive_options",
+    "ssl_keyfile",
+    "ssl_certfile",
+    "ssl_cert_reqs",
+    "ssl_ca_certs",
+    "ssl_ca_data",
+    "ssl_ca_path",
+    "ssl_check_hostname",
+    "ssl_password",
+    "ssl_min_version",
+    "ssl_ciphers",
+)
+
+
+def _twin_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {name: kwargs[name] for name in _TWIN_SETTINGS if name in kwargs}
+
+
+def sync_twin(
+    url: str,
+    settings: Settings,
+    *,
+    cluster: bool,
+    sentinel: SentinelTarget | None,
+    passed_in: Any,
+) -> redis_py.Redis | RedisCluster | None:
+    """A sync command client that reaches what an asyncio client reaches, for the
+    lease thread of `AsyncWorqr`: built from the URL (or Sentinel) as the asyncio
+    one was, or copied from the client passed in (standalone or cluster, over
+    TCP, TLS or a Unix socket). None when a client passed in cannot be copied
+    (e.g. one from an asyncio Sentinel)."""
+    if passed_in is None:
+        client: Any = command_client(
+            url, settings, asynchronous=False, cluster=cluster, sentinel=sentinel
+        )
+        return client  # type: ignore[no-any-return]
+    if isinstance(passed_in, AsyncRedisCluster):
+        nodes = [
+            ClusterNode(node.host, node.port)  # type: ignore[no-untyped-call]
+            for node in passed_in.get_nodes()
+        ]
+        twin: Any = RedisCluster(
+            startup_nodes=nodes, retry=NEVER_RESEND, **_twin_kwargs(passed_in.connection_kwargs)
+        )
+        twin.cluster_error_retry_attempts = 0  # redis-py < 6 reads this instead (check_client)
+        return twin  # type: ignore[no-any-return]
+    pool = passed_in.connection_pool
+    kinds = {
+        AsyncConnection: redis_py.Connection,
+        AsyncSSLConnection: redis_py.SSLConnection,
+        AsyncUnixConnection: redis_py.UnixDomainSocketConnection,
+    }
+    kind = kinds.get(pool.connection_class) if type(pool) is AsyncConnectionPool else None
+    if kind is None:
+        return None
+    connections = redis_py.ConnectionPool(
+        connection_class=kind, retry=no_redis_retries(), **_twin_kwargs(pool.connection_kwargs)
+    )
+    return redis_py.Redis(connection_pool=connections)

@@ -13,31 +13,18 @@ from typing import Any, TypeVar
 import redis as redis_py
 from redis.client import PubSub
 from redis.cluster import RedisCluster
-from redis.exceptions import NoScriptError
-from tenacity import Retrying
 
-from .._core.calls import Pinned, Plan, Request, Subscribe, may_resend
-from .._core.failures import final_error
-from .._core.lua import digest, source
-from .._core.pinned import Command, Refresh, cluster_route, commands, target
+from .._core.calls import Plan, Request, Subscribe
 from .._settings import Settings
-from .connect import cluster_node_client, subscriber_client, subscriber_options
+from .connect import subscriber_client, subscriber_options
 from .outage import OutageLog
 from .pubsub_guard import PubSubGuard
-from .resend import tenacity_options
 from .shards import ClusterSubscriber
 from .sync_api import SyncApi
+from .sync_exec import SyncExecutor
 
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
-
-
-def _pipeline(client: redis_py.Redis, sent: list[Command]) -> list[Any]:
-    """Send commands back to back on one connection, without MULTI."""
-    with client.pipeline(transaction=False) as pipe:
-        for args in sent:
-            pipe.execute_command(*args)  # type: ignore[no-untyped-call]
-        return pipe.execute(raise_on_error=False)
 
 
 class Worqr(SyncApi):
@@ -84,78 +71,18 @@ class Worqr(SyncApi):
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()  # creating the listener
         self._start_lock = threading.Lock()
+        self._executor = SyncExecutor(self._redis, self.settings, self._subscribe)
 
     # -- driving plans ---------------------------------------------------------
 
     def _drive(self, plan: Plan[T], deadline: float | None = None) -> T:
-        limit = self.settings.retry_deadline if deadline is None else deadline
-        try:
-            request = next(plan)
-            while True:
-                try:
-                    reply = self._execute(request, limit)
-                except Exception as error:  # handed to the plan, which may handle it
-                    request = plan.throw(error)
-                else:
-                    request = plan.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+        return self._executor.drive(plan, deadline)
 
     def _execute(self, request: Request, deadline: float) -> Any:
-        try:  # the fast path: most calls succeed at once, without a retry loop
-            return self._execute_once(request)
-        except Exception as error:
-            if deadline <= 0 or not may_resend(request, error):
-                raise final_error(request, error) from error
-        try:
-            for attempt in Retrying(**tenacity_options(request, deadline)):
-                with attempt:
-                    return self._execute_once(request)
-        except Exception as error:
-            raise final_error(request, error) from error
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self._executor.execute(request, deadline)
 
-    def _execute_once(self, request: Request) -> Any:
-        if isinstance(request, Subscribe):
-            self._pubsub_guard.apply(self._ensure_listener(), request)
-            return None
-        if isinstance(request, Pinned):
-            if isinstance(self._redis, RedisCluster):
-                return self._pinned_on_cluster(self._redis, request)
-            return _pipeline(self._redis, commands(request))
-        if request.script is None:
-            return self._redis.execute_command(*request.args)  # type: ignore[no-untyped-call]
-        # EVALSHA straight away (redis-py's Script adds a fifth to a call's cost);
-        # NOSCRIPT (after a restart or failover) loads the script and sends it again.
-        keys = request.keys
-        try:
-            return self._redis.execute_command(  # type: ignore[no-untyped-call]
-                "EVALSHA", digest(request.script), len(keys), *keys, *request.args
-            )
-        except NoScriptError:
-            self._redis.script_load(source(request.script))
-            return self._redis.execute_command(  # type: ignore[no-untyped-call]
-                "EVALSHA", digest(request.script), len(keys), *keys, *request.args
-            )
-
-    def _pinned_on_cluster(self, cluster: RedisCluster, request: Pinned) -> list[Any]:
-        route = cluster_route(request)
-        try:
-            step = next(route)
-            while True:
-                try:
-                    if isinstance(step, Refresh):
-                        cluster.nodes_manager.initialize()
-                        reply = None
-                    else:
-                        node = cluster_node_client(cluster, target(cluster, step))
-                        reply = _pipeline(node, step.commands)
-                except Exception as error:
-                    step = route.throw(error)
-                else:
-                    step = route.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+    def _subscribe(self, request: Subscribe) -> None:
+        self._pubsub_guard.apply(self._ensure_listener(), request)
 
     # -- background loops --------------------------------------------------------
 

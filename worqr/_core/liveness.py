@@ -24,29 +24,60 @@ class Liveness(Processes):
         """One heartbeat: "ok", "reaped" (this worker reaped the mesh this
         interval), "recovered" (the lease was lost; re-registered) or "leaving"
         (the worker is deregistering: nothing to refresh)."""
-        if self._leaving:
+        renewal = yield from self.renew()
+        if renewal is None:
             return "leaving"
+        worker, reply = renewal
+        if reply == 1:
+            yield from self.reap()
+        return (yield from self.after_renew(worker, reply))
+
+    def renew(self) -> Plan[tuple[str, int] | None]:
+        """Refresh the lease: (worker id, 1) when this worker also took the
+        mesh's reaper turn (it must `reap` now), (id, 0) when it did not, (id, -1)
+        when the lease was lost; None while deregistering. Touches only
+        `last_heartbeat` and `_reconcile_due`, so the lease thread of `AsyncWorqr`
+        can run it (and `reap`) beside the event loop."""
+        if self._leaving:
+            return None
         worker = self.require_worker()
         sent = time.monotonic()
         settings = self.settings
-        reply = yield scripts.heartbeat(
-            self.mesh, worker, ttl_ms=settings.ttl_ms, reap_ms=settings.heartbeat_ms
+        reply = int(
+            (
+                yield scripts.heartbeat(
+                    self.mesh,
+                    worker,
+                    ttl_ms=settings.ttl_ms,
+                    reap_ms=settings.heartbeat_ms,
+                )
+            )
         )
+        if reply != -1:
+            if sent - self.last_heartbeat > 2 * settings.heartbeat:
+                # Heartbeats stopped landing (Redis down, a failover, a pause): Redis may
+                # have lost our last writes, e.g. a finish. Check what we hold.
+                self._reconcile_due = True
+            self.last_heartbeat = sent
+        return worker, reply
+
+    def after_renew(self, worker: str, reply: int) -> Plan[str]:
+        """What a renewal of ``worker``'s lease leaves to do on the client's own
+        thread or loop: recover a lost lease, reconcile when due. Returns as
+        `heartbeat` does."""
+        if self._leaving:
+            return "leaving"
         if reply == -1:
-            if self._leaving:  # deregistering deleted the alive key meanwhile
-                return "leaving"
+            if worker != self.worker_id:  # a renewal of an id already recovered
+                return "ok"
             yield from self._recover_lease(worker)
             return "recovered"
-        if sent - self.last_heartbeat > 2 * settings.heartbeat:
-            # Heartbeats stopped landing (Redis down, a failover, a pause): Redis may
-            # have lost our last writes, e.g. a finish. Check what we hold.
-            self._reconcile_due = True
-        self.last_heartbeat = sent
-        if reply == 1:
-            yield from self.reap()
-        if self._reconcile_due or sent - self._reconciled >= RECONCILE_INTERVAL:
+        if self.reconcile_due():
             yield from self.reconcile()  # after reaping, which peers wait for
         return "reaped" if reply == 1 else "ok"
+
+    def reconcile_due(self) -> bool:
+        return self._reconcile_due or time.monotonic() - self._reconciled >= RECONCILE_INTERVAL
 
     def reconcile(self) -> Plan[int]:
         """Return to the front of their queues the processes Redis says this

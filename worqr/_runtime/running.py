@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._clients.lease import HANDLER_TASK_PREFIX
 from .._process import Process
 from .context import ProcessContext, Retry, current_process, set_current
 from .threads import HandlerThreads
@@ -37,6 +38,14 @@ class HandlerSpec:
     function: Handler
     persistent: bool
     is_async: bool
+
+    @property
+    def task_name(self) -> str:
+        """The name of the asyncio task that runs one process (an async handler)."""
+        function = getattr(self.function, "func", self.function)  # a partial's function
+        module = getattr(function, "__module__", None) or "?"
+        name = getattr(function, "__qualname__", None) or type(function).__qualname__
+        return f"{HANDLER_TASK_PREFIX}of queue {self.queue!r} ({module}.{name})"
 
 
 class Outcome(enum.Enum):
@@ -103,7 +112,10 @@ def launch(
     context.run(set_current, running.context)
     function, task = running.spec.function, running.process.task
     if running.spec.is_async:
-        return loop.create_task(_call_async(function, task), context=context)
+        # Named for the lease thread's report of a blocked loop (no payload in it).
+        return loop.create_task(
+            _call_async(function, task), context=context, name=running.spec.task_name
+        )
     return threads.submit(context.run, _call_sync, function, task)
 
 

@@ -36,6 +36,12 @@ class WorkerSettings:
     log_payloads: bool = False
     batch: int | None = None
 
+    @property
+    def max_blocked(self) -> float:
+        """Seconds the worker's event loop may stay blocked while its lease is
+        kept: `Settings.max_blocked` of ``client`` (the lease is the client's)."""
+        return self.client.max_blocked
+
     def __post_init__(self) -> None:
         if not isinstance(self.client, Settings):
             raise TypeError("client must be a worqr.Settings")

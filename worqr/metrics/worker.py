@@ -38,6 +38,9 @@ DURATION_BUCKETS = (
 )
 """Task run time buckets, seconds: 1 ms to 10 minutes (longer runs land in +Inf)."""
 
+BLOCKED_BUCKETS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+"""Blocked event loop buckets, seconds: reported only past one second."""
+
 Q = ("queue",)
 
 
@@ -109,6 +112,12 @@ class WorkerMetrics(Hooks):
         self.redis_errors = counter("worqr_redis_errors", "Redis outages seen by a loop", ())
         self.redis_reconnects = counter(
             "worqr_redis_reconnects", "Loops that reached Redis again after an outage", ()
+        )
+        self.loop_blocked = Histogram(
+            "worqr_event_loop_blocked_seconds",
+            "Times the worker's event loop made no progress for over a second, by how long",
+            buckets=BLOCKED_BUCKETS,
+            registry=registry,
         )
         self._queues: set[str] = set()
         self._lock = threading.Lock()
@@ -193,6 +202,9 @@ class WorkerMetrics(Hooks):
 
     def on_redis_up(self, what: str, seconds: float) -> None:
         self.redis_reconnects.inc()
+
+    def on_loop_blocked(self, seconds: float, culprit: str) -> None:
+        self.loop_blocked.observe(seconds)
 
 
 _default: WorkerMetrics | None = None
