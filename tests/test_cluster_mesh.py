@@ -239,4 +239,5 @@ def test_every_script_and_read_runs_on_the_cluster(make: Callable[..., worqr.Wor
     client.stop_work("q")
     client.delete_queue("q")
     client.close()  # forget_worker
-    assert ran == set(script_names())
+    # (The job scripts: tests/jobs/test_cluster.py.)
+    assert ran == {name for name in script_names() if not name.startswith("job_")}

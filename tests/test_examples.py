@@ -26,6 +26,23 @@ EXPECTED = {
         r"cancelled 4 feeds by payload",
     ],
     "async_worker.py": [r"fetched 40 pages in [\d.]+ s \(8 s one at a time\)"],
+    "jobs_results.py": [
+        r"submitted thumb-cat; again with its id: duplicate=True",
+        r"result: cat-small\.jpg \(attempt 1\)",
+        r"flaky result: flaky-small\.jpg \(attempt 2\)",
+        r"poster\.psd failed: Fail: photoshop files are not supported",
+        r"its record: state=failed attempts=1",
+        r"unique: the second submit found True",
+        r"'finished': 3, 'failed': 1",
+    ],
+    "delayed_jobs.py": [
+        r"delayed: 3",
+        r"cancelled the spam before it was due: True",
+        r"sent: stand up",
+        r"sent: drink water",
+        r"each started within \d+ ms of its due time",
+        r"'finished': 2, 'failed': 0, 'cancelled': 1",
+    ],
     "metrics_prometheus.py": [
         r'worker endpoint: worqr_tasks_finished_total\{queue="thumbnails"\} 50\.0',
         r'exporter endpoint: worqr_queue_events_total\{event="finished",queue="thumbnails"\} 50',

@@ -1,6 +1,7 @@
 """Every Lua script's header is its contract, and its builder keeps it.
 
-A builder in `worqr._core.scripts` is called with a recognisable value for
+A builder in `worqr._core.scripts` (the core's) or `worqr._core.job_scripts`
+(the job layer's) is called with a recognisable value for
 each parameter; the KEYS and ARGV of the `Call` it returns must be exactly the
 slots the script's header lists, in order. A slot named after a key role is
 that key (``owned`` is ``keys.owned(worker)``); a slot named like a parameter
@@ -20,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from worqr._core import scripts
+from worqr._core import job_scripts, scripts
 from worqr._core.calls import Call
-from worqr._core.lua import INCLUDE, lib_pieces, raw_source, script_names, source
+from worqr._core.lua import INCLUDE, lib_pieces, raw_lib, raw_source, script_names, source
 from worqr._keys import MeshKeys, QueueKeys
 
 SLOT = re.compile(r"^-- (KEYS|ARGV)\[(\d+)(\.\.n)?\]\s+(\w+)", re.MULTILINE)
@@ -48,15 +49,25 @@ def header(name: str) -> tuple[list[Slot], list[Slot], str]:
     return keys, argv, head
 
 
+MODULES = (scripts, job_scripts)
+
+
 def defined_builders() -> list[str]:
-    """The public functions `worqr._core.scripts` defines."""
+    """The public functions the builder modules define."""
     return sorted(
         name
-        for name, value in vars(scripts).items()
+        for module in MODULES
+        for name, value in vars(module).items()
         if inspect.isfunction(value)
         and not name.startswith("_")
-        and value.__module__ == scripts.__name__
+        and value.__module__ == module.__name__
     )
+
+
+def builder(name: str) -> Callable[..., Call]:
+    module = job_scripts if name.startswith("job_") else scripts
+    found: Callable[..., Call] = getattr(module, name)
+    return found
 
 
 def sample(name: str, kind: Any) -> Any:
@@ -73,6 +84,10 @@ def sample(name: str, kind: Any) -> Any:
     if origin is typing.Literal:
         return typing.get_args(kind)[0]
     if origin in (Sequence, list, tuple) or kind is Sequence:
+        (item,) = typing.get_args(kind) or (str,)
+        if typing.get_origin(item) is tuple:  # groups of fields (a job, a finish)
+            width = len(typing.get_args(item))
+            return [tuple(f"<{name}-{i}.{j}>" for j in range(width)) for i in (1, 2)]
         return [f"<{name}-1>", f"<{name}-2>"]
     return f"<{name}>"
 
@@ -98,8 +113,8 @@ def expected_key(slot: Slot, arguments: dict[str, Any]) -> list[str]:
 def expected_arg(slot: Slot, arguments: dict[str, Any]) -> list[Any]:
     if slot.name in arguments:
         value = arguments[slot.name]
-        if slot.variadic:
-            return list(value)
+        if slot.variadic:  # groups of fields are flattened, in order
+            return [f for item in value for f in (item if isinstance(item, tuple) else (item,))]
         return ["1" if value is True else value]
     keys = next(v for v in arguments.values() if isinstance(v, QueueKeys | MeshKeys))
     derived = getattr(keys, slot.name, None)
@@ -115,7 +130,7 @@ def test_every_script_has_a_builder_and_every_builder_a_script() -> None:
 def test_the_builder_passes_exactly_the_slots_of_the_header(name: str) -> None:
     keys, argv, _ = header(name)
     assert keys, f"{name}.lua lists no KEYS"
-    call, arguments = run(getattr(scripts, name))
+    call, arguments = run(builder(name))
     assert call.script == name
     for what, slots in (("KEYS", keys), ("ARGV", argv)):
         assert [slot.index for slot in slots] == list(range(1, len(slots) + 1)), (name, what)
@@ -128,8 +143,9 @@ def test_the_builder_passes_exactly_the_slots_of_the_header(name: str) -> None:
 
 @pytest.mark.parametrize("name", script_names())
 def test_the_body_binds_each_slot_to_a_named_local(name: str) -> None:
+    """In the script or a piece it includes (lib/job_keys binds the job keys)."""
     keys, argv, _ = header(name)
-    body = raw_source(name)
+    body = source(name)
     for kind, slots in (("KEYS", keys), ("ARGV", argv)):
         for slot in slots:
             if slot.variadic:
@@ -143,7 +159,8 @@ def test_the_header_says_what_the_script_publishes(name: str) -> None:
     _, _, head = header(name)
     events = re.search(r"^-- Events: (.+)$", head, re.MULTILINE)
     assert events, f"{name}.lua has no Events: line"
-    publishes = re.search(r"redis\.call\(publish,", source(name)) is not None
+    _, argv, _ = header(name)
+    publishes = any(slot.name == "publish" for slot in argv)
     assert (events.group(1) != "none.") == publishes, name
     for line in ("-- Reply:", "-- Errors:"):
         assert line in head, f"{name}.lua has no {line!r} line"
@@ -153,6 +170,11 @@ def test_shared_pieces_are_included_not_copied() -> None:
     """The repeated pieces (publish with its fallback, waking idle workers,
     ending a process, taking from the front) exist once, in ``lua/lib``, and
     every piece there is used."""
+    shared = {
+        function
+        for piece in lib_pieces()
+        for function in re.findall(r"^local function (\w+)", raw_lib(piece), re.MULTILINE)
+    }
     used: set[str] = set()
     for name in script_names():
         text = raw_source(name)
@@ -160,7 +182,8 @@ def test_shared_pieces_are_included_not_copied() -> None:
         assert "REDIS_VERSION_NUM" not in text, f"{name}.lua: include publish"
         assert "'SPOP', idle" not in text, f"{name}.lua: include wake"
         assert "'RPOP', tasks" not in text, f"{name}.lua: include take"
-        assert "local function" not in text, f"{name}.lua defines a function: share it in lib/"
+        for function in re.findall(r"^local function (\w+)", text, re.MULTILINE):
+            assert function not in shared, f"{name}.lua defines {function} again: include it"
     assert used == set(lib_pieces())
 
 

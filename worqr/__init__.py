@@ -9,16 +9,22 @@ from ._clients.async_client import AsyncWorqr
 from ._clients.sync_client import Worqr
 from ._errors import (
     AmbiguousResultError,
+    JobCancelledError,
+    JobFailedError,
+    JobNotFoundError,
     LeaseLostError,
     NotStartedError,
     RedisUnavailableError,
     ReplicationTimeoutError,
     WorqrError,
+    WrongQueueKindError,
 )
 from ._hooks import Hooks, WorkerHooks
+from ._jobs import Backoff, JobInfo, JobRef, JobSettings
 from ._keys import MAX_NAME_CHARS, validate_name
 from ._process import Process
 from ._runtime.context import ProcessContext, Retry, current_process
+from ._runtime.job_context import Fail, JobContext, current_job
 from ._runtime.settings import WorkerSettings
 from ._runtime.worker import Worker
 from ._settings import Settings
@@ -28,7 +34,16 @@ __all__ = [
     "MAX_NAME_CHARS",
     "AmbiguousResultError",
     "AsyncWorqr",
+    "Backoff",
+    "Fail",
     "Hooks",
+    "JobCancelledError",
+    "JobContext",
+    "JobFailedError",
+    "JobInfo",
+    "JobNotFoundError",
+    "JobRef",
+    "JobSettings",
     "LeaseLostError",
     "NotStartedError",
     "Process",
@@ -42,7 +57,9 @@ __all__ = [
     "WorkerSettings",
     "Worqr",
     "WorqrError",
+    "WrongQueueKindError",
     "__version__",
+    "current_job",
     "current_process",
     "validate_name",
 ]

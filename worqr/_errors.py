@@ -1,4 +1,4 @@
-"""The exceptions worqr raises. Lua error codes become these in `_scripts` only."""
+"""The exceptions worqr raises. Lua error codes become these in `_core.lua` only."""
 
 from __future__ import annotations
 
@@ -57,3 +57,30 @@ class ReplicationTimeoutError(WorqrError):
         self.unconfirmed = unconfirmed
         self.replicas = replicas
         self.required = required
+
+
+class WrongQueueKindError(WorqrError, ValueError):
+    """A task operation on a job queue, or a job operation on a task queue: a
+    queue holds tasks or jobs, never both (it becomes a job queue with its first
+    job, while it holds no tasks). Nothing was written. ``queue_kind`` is what
+    the queue is: "jobs" or "tasks"."""
+
+    def __init__(self, message: str, *, queue_kind: str = "") -> None:
+        super().__init__(message)
+        self.queue_kind = queue_kind
+
+
+class JobNotFoundError(WorqrError):
+    """No such job: never submitted, or purged after its retention."""
+
+
+class JobFailedError(WorqrError):
+    """The job failed: ``error`` is its last error, ``"<ExceptionType>: <message>"``."""
+
+    def __init__(self, message: str, *, error: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+class JobCancelledError(WorqrError):
+    """The job was cancelled."""

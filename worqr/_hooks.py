@@ -81,6 +81,13 @@ class Hooks:
     def on_dequeue(self, queue: str, asked: int, got: int) -> None:
         """A dequeue asked for ``asked`` tasks and got ``got``."""
 
+    def on_job_started(self, queue: str, waited: float) -> None:
+        """A job started ``waited`` seconds after it was due or queued (Redis's
+        clock): queue latency, and how precisely delayed jobs start."""
+
+    def on_job_timeout(self, queue: str) -> None:
+        """A job ran past its timeout (its attempt counts as failed)."""
+
     def on_wakeup(self, queue: str) -> None:
         """A wake-up arrived for ``queue`` (a pub/sub hint or the fallback poll)."""
 
@@ -156,6 +163,12 @@ class HookList(Hooks):
 
     def on_dequeue(self, queue: str, asked: int, got: int) -> None:
         self._each(lambda h: h.on_dequeue(queue, asked, got))
+
+    def on_job_started(self, queue: str, waited: float) -> None:
+        self._each(lambda h: h.on_job_started(queue, waited))
+
+    def on_job_timeout(self, queue: str) -> None:
+        self._each(lambda h: h.on_job_timeout(queue))
 
     def on_wakeup(self, queue: str) -> None:
         self._each(lambda h: h.on_wakeup(queue))

@@ -104,6 +104,105 @@ class QueueKeys:
         """Sorted set of the worker's in-process ids on this queue, by dequeue order."""
         return f"{self.tag}:worker:{worker_id}"
 
+    # -- job queues (a job queue's ready entries, in `tasks` and `job_prio`, are
+    # `id#life`; everything else about a job lives in these hashes and sets) ----
+
+    @property
+    def jobs(self) -> str:
+        """Hash: job id -> record (JSON: state, life, times, counters, options)."""
+        return f"{self.tag}:job"
+
+    @property
+    def job_data(self) -> str:
+        """Hash: job id -> payload, kept until the record is purged."""
+        return f"{self.tag}:job:data"
+
+    @property
+    def job_result(self) -> str:
+        """Hash: job id -> result of a finished job."""
+        return f"{self.tag}:job:result"
+
+    @property
+    def job_progress(self) -> str:
+        """Hash: job id -> the last progress value its handler reported."""
+        return f"{self.tag}:job:progress"
+
+    @property
+    def job_prio(self) -> str:
+        """Zset: `id#life` of ready jobs with a priority, by -priority * 2**32 + order."""
+        return f"{self.tag}:job:prio"
+
+    @property
+    def job_seq(self) -> str:
+        """Counter: job lives, and the order of prioritised ready jobs."""
+        return f"{self.tag}:job:seq"
+
+    @property
+    def job_delayed(self) -> str:
+        """Zset: `id#life` of delayed jobs, by due time (server ms)."""
+        return f"{self.tag}:job:delayed"
+
+    @property
+    def job_retrying(self) -> str:
+        """Zset: `id#life` of jobs waiting out a backoff, by due time (server ms)."""
+        return f"{self.tag}:job:retrying"
+
+    @property
+    def job_finished(self) -> str:
+        """Zset: ids of finished jobs, by purge time (server ms)."""
+        return f"{self.tag}:job:finished"
+
+    @property
+    def job_failed(self) -> str:
+        """Zset: ids of failed jobs, by purge time (server ms)."""
+        return f"{self.tag}:job:failed"
+
+    @property
+    def job_cancelled(self) -> str:
+        """Zset: ids of cancelled jobs, by purge time (server ms)."""
+        return f"{self.tag}:job:cancelled"
+
+    @property
+    def job_unique(self) -> str:
+        """Hash: unique marker (a payload digest) -> `id#life` of the live job holding it."""
+        return f"{self.tag}:job:unique"
+
+    @property
+    def job_counts(self) -> str:
+        """Hash: state -> number of jobs in it (terminal ones until purged)."""
+        return f"{self.tag}:job:counts"
+
+    @property
+    def job_timer(self) -> str:
+        """Hash with a TTL: the member told to wake the queue next (`w`), and when (`at`)."""
+        return f"{self.tag}:job:timer"
+
+    @property
+    def job_keys(self) -> tuple[str, ...]:
+        """The keys every job script takes first, in order (``lua/lib/job_keys.lua``)."""
+        return (
+            self.tasks,
+            self.job_prio,
+            self.job_seq,
+            self.jobs,
+            self.job_data,
+            self.job_result,
+            self.job_progress,
+            self.job_delayed,
+            self.job_retrying,
+            self.job_finished,
+            self.job_failed,
+            self.job_cancelled,
+            self.job_unique,
+            self.job_counts,
+            self.job_timer,
+        )
+
+    @property
+    def notify(self) -> str:
+        """Channel of job notifications for waiters: `done:<id>`, `progress:<id>`."""
+        return f"{self.tag}:notify"
+
 
 @dataclass(frozen=True, slots=True)
 class MeshKeys:
@@ -126,6 +225,11 @@ class MeshKeys:
     @property
     def reaper(self) -> str:
         return f"{self.tag}:reaper"
+
+    @property
+    def jobqueues(self) -> str:
+        """Set: the names of the mesh's job queues."""
+        return f"{self.tag}:jobqueues"
 
     def alive(self, worker_id: str) -> str:
         return f"{self.tag}:alive:{worker_id}"

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ._jobs import JobSettings
 from ._keys import validate_name
 
 T = TypeVar("T")
@@ -48,6 +49,7 @@ class Settings:
             `ReplicationTimeoutError` (the tasks are then enqueued on the master but
             may be lost if it fails now). 0, the default, does not wait.
         wait_timeout: seconds an enqueue waits for ``wait_replicas`` acknowledgements.
+        jobs: the job layer's defaults, retention and budgets (`JobSettings`).
         max_blocked: seconds an `AsyncWorqr`'s event loop may make no progress
             (blocked by a handler or callback) while its lease thread keeps the
             lease; past it the lease is let go, so peers fail the worker and run
@@ -68,6 +70,7 @@ class Settings:
     wait_replicas: int = 0
     wait_timeout: float = 1.0
     max_blocked: float = 60.0
+    jobs: JobSettings = field(default_factory=JobSettings)
 
     def __post_init__(self) -> None:
         validate_name(self.prefix, "prefix")
@@ -99,6 +102,8 @@ class Settings:
                 f"wait_timeout ({self.wait_timeout}) must be shorter than socket_timeout "
                 f"({self.socket_timeout}), or the wait would end as an ambiguous timeout"
             )
+        if not isinstance(self.jobs, JobSettings):
+            raise TypeError(f"jobs must be a worqr.JobSettings, not {type(self.jobs).__name__}")
         if self.heartbeat >= self.ttl:
             raise ValueError(
                 f"heartbeat ({self.heartbeat}) must be shorter than ttl ({self.ttl}), "

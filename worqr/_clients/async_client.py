@@ -4,6 +4,7 @@ tasks, owned and awaited by the client, run the heartbeat and the listener."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import time
@@ -17,7 +18,7 @@ from redis.asyncio.cluster import PipelineCommand, RedisCluster
 from redis.exceptions import NoScriptError
 from tenacity import AsyncRetrying
 
-from .._core.calls import Pinned, Plan, Request, Subscribe, may_resend
+from .._core.calls import Listen, Pinned, Plan, Request, Subscribe, Wait, may_resend
 from .._core.failures import final_error
 from .._core.lua import digest, source
 from .._core.pinned import Refresh, cluster_route, commands, target
@@ -25,11 +26,10 @@ from .._settings import Settings
 from .async_api import AsyncApi
 from .async_shards import AsyncClusterSubscriber
 from .connect import subscriber_client, subscriber_options, sync_twin
-from .lease import LeaseThread
+from .lease import AsyncLease
 from .outage import OutageLog
 from .pubsub_guard import AsyncPubSubGuard
 from .resend import tenacity_options
-from .sync_exec import SyncExecutor
 
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
@@ -90,10 +90,7 @@ class AsyncWorqr(AsyncApi):
         self._tasks: list[asyncio.Task[None]] = []
         self._start_lock = asyncio.Lock()
         self._closing = False  # ends a loop whose own callback called aclose()
-        self._lease: LeaseThread | None = None
-        self._lease_redis: Any = None  # the lease thread's own (sync) client
-        self._lease_pending: tuple[str, int] | None = None
-        self._lease_wanted = asyncio.Event()
+        self._lease: AsyncLease | None = None
 
     # -- driving plans ---------------------------------------------------------
 
@@ -131,6 +128,15 @@ class AsyncWorqr(AsyncApi):
     async def _send(self, request: Request) -> Any:
         if isinstance(request, Subscribe):
             await self._pubsub_guard.apply(self._ensure_listener(), request)
+            return None
+        if isinstance(request, Listen):
+            event = asyncio.Event()
+            self._core.add_waiter(request.key, event)
+            return event
+        if isinstance(request, Wait):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(request.waiter.wait(), request.timeout)
+            request.waiter.clear()
             return None
         if isinstance(request, Pinned):
             if isinstance(self._redis, RedisCluster):
@@ -198,37 +204,9 @@ class AsyncWorqr(AsyncApi):
             )
             self._spawn(self._heartbeat_loop(), "worqr-heartbeat")
             return
-        self._lease_redis = twin
-        self._lease = LeaseThread(
-            self._core,
-            SyncExecutor(twin, self.settings),
-            asyncio.get_running_loop(),
-            self._lease_followup,
-            self._core.hooks,
-        )
-        self._spawn(self._follow_lease(), "worqr-lease")
-        self._lease.start()
-
-    def _lease_followup(self, worker: str, reply: int) -> None:
-        """On the loop: a renewal left work for it (see `_follow_lease`)."""
-        self._lease_pending = (worker, reply)
-        self._lease_wanted.set()
-
-    async def _follow_lease(self) -> None:
-        """Recover a lost lease and reconcile when the lease thread says so. A
-        step that fails is asked for again by the thread's next renewal."""
-        outage = OutageLog("lease", self._core.hooks)
-        while not self._closing:
-            await self._lease_wanted.wait()
-            self._lease_wanted.clear()
-            pending, self._lease_pending = self._lease_pending, None
-            if pending is None:
-                continue
-            try:
-                await self._drive(self._core.after_renew(*pending), deadline=0)
-                outage.ok()
-            except Exception as error:
-                outage.failed(error)
+        self._lease = AsyncLease(self._core, twin, lambda plan: self._drive(plan, deadline=0))
+        self._spawn(self._lease.follow(), "worqr-lease")
+        self._lease.start(asyncio.get_running_loop())
 
     async def _heartbeat_loop(self) -> None:
         hooks = self._core.hooks
@@ -325,8 +303,8 @@ class AsyncWorqr(AsyncApi):
                 if self._own_redis:
                     await self._redis.aclose()
                 if self._lease is not None:
-                    lease, twin, self._lease = self._lease, self._lease_redis, None
-                    await asyncio.to_thread(_close_lease, lease, twin)
+                    lease, self._lease = self._lease, None
+                    await lease.close()
 
     async def __aenter__(self) -> AsyncWorqr:
         return self
@@ -338,10 +316,3 @@ class AsyncWorqr(AsyncApi):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-
-def _close_lease(lease: LeaseThread, client: Any) -> None:
-    """Wait for the lease thread (a call in flight ends within the socket timeout)
-    and close its connection; off the loop, since both may block."""
-    lease.join(timeout=5)
-    client.close()

@@ -23,9 +23,11 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from .._core import Core
+from .._core.calls import Plan
 from .._hooks import Hooks
 from .outage import OutageLog
 from .sync_exec import SyncExecutor
@@ -166,3 +168,62 @@ class LeaseThread:
             seconds = time.monotonic() - sent
             logger.warning("the event loop runs again after %.1f s blocked by %s", seconds, culprit)
             self.hooks.on_loop_blocked(seconds, culprit)
+
+
+class AsyncLease:
+    """An `AsyncWorqr`'s lease: the thread, on a sync client of its own
+    (``redis``), and what it hands to the loop (``follow``, a task the client
+    owns): recovering a lost lease and reconciling, run with ``drive``."""
+
+    def __init__(
+        self, core: Core, redis: Any, drive: Callable[[Plan[str]], Awaitable[str]]
+    ) -> None:
+        self.core = core
+        self.redis = redis
+        self._drive = drive
+        self._pending: tuple[str, int] | None = None
+        self._wanted = asyncio.Event()
+        self._thread: LeaseThread | None = None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        executor = SyncExecutor(self.redis, self.core.settings)
+        self._thread = LeaseThread(self.core, executor, loop, self._followup, self.core.hooks)
+        self._thread.start()
+
+    def _followup(self, worker: str, reply: int) -> None:
+        """On the loop: a renewal left work for it."""
+        self._pending = (worker, reply)
+        self._wanted.set()
+
+    async def follow(self) -> None:
+        """Recover a lost lease and reconcile when the thread says so. A step
+        that fails is asked for again by the thread's next renewal."""
+        outage = OutageLog("lease", self.core.hooks)
+        while True:
+            await self._wanted.wait()
+            self._wanted.clear()
+            pending, self._pending = self._pending, None
+            if pending is None:
+                continue
+            try:
+                await self._drive(self.core.after_renew(*pending))
+                outage.ok()
+            except Exception as error:
+                outage.failed(error)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._thread.stop()
+
+    async def close(self) -> None:
+        """Stop the thread, wait for it (a call in flight ends within the socket
+        timeout) and close its connection: off the loop, since both may block."""
+        self.stop()
+        thread, self._thread = self._thread, None
+
+        def close() -> None:
+            if thread is not None:
+                thread.join(timeout=5)
+            self.redis.close()
+
+        await asyncio.to_thread(close)

@@ -71,7 +71,9 @@ class Worqr(SyncApi):
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()  # creating the listener
         self._start_lock = threading.Lock()
-        self._executor = SyncExecutor(self._redis, self.settings, self._subscribe)
+        self._executor = SyncExecutor(
+            self._redis, self.settings, self._subscribe, self._core.add_waiter
+        )
 
     # -- driving plans ---------------------------------------------------------
 

@@ -3,6 +3,7 @@ the lease thread of `AsyncWorqr` (`lease`)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -11,7 +12,7 @@ from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 from tenacity import Retrying
 
-from .._core.calls import Pinned, Plan, Request, Subscribe, may_resend
+from .._core.calls import Listen, Pinned, Plan, Request, Subscribe, Wait, may_resend
 from .._core.failures import final_error
 from .._core.lua import digest, source
 from .._core.pinned import Command, Refresh, cluster_route, commands, target
@@ -33,17 +34,20 @@ def _pipeline(client: redis_py.Redis, sent: list[Command]) -> list[Any]:
 class SyncExecutor:
     """Executes what plans yield on one sync redis-py client (standalone,
     Sentinel or Cluster), resending what is safe for the deadline.
-    ``subscribe`` carries out `Subscribe` requests (None: a plan must not yield one)."""
+    ``subscribe`` carries out `Subscribe` requests and ``add_waiter`` registers
+    the waiters of `Listen` (None: a plan must not yield them)."""
 
     def __init__(
         self,
         redis: redis_py.Redis | RedisCluster,
         settings: Settings,
         subscribe: Callable[[Subscribe], None] | None = None,
+        add_waiter: Callable[[tuple[str, str, str], threading.Event], None] | None = None,
     ) -> None:
         self.redis = redis
         self.settings = settings
         self._subscribe = subscribe
+        self._add_waiter = add_waiter
 
     def drive(self, plan: Plan[T], deadline: float | None = None) -> T:
         limit = self.settings.retry_deadline if deadline is None else deadline
@@ -79,6 +83,16 @@ class SyncExecutor:
             if self._subscribe is None:
                 raise TypeError("this executor has no subscriber")
             self._subscribe(request)
+            return None
+        if isinstance(request, Listen):
+            if self._add_waiter is None:
+                raise TypeError("this executor has no listener")
+            event = threading.Event()
+            self._add_waiter(request.key, event)
+            return event
+        if isinstance(request, Wait):
+            request.waiter.wait(request.timeout)
+            request.waiter.clear()
             return None
         if isinstance(request, Pinned):
             if isinstance(redis, RedisCluster):

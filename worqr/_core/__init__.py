@@ -7,13 +7,14 @@ the clients in `worqr._clients` execute its plans.
 from __future__ import annotations
 
 from .base import Callback
+from .dead_letters import DeadLetters
+from .jobs_submit import JobProducing
 from .liveness import Liveness
 from .notify import Notifications
-from .produce import Producing
 from .reads import Reads
 
 
-class Core(Liveness, Producing, Reads, Notifications):
+class Core(Liveness, DeadLetters, JobProducing, Reads, Notifications):
     """State and plans of one client: every plan `Worqr` and `AsyncWorqr` run."""
 
 

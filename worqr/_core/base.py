@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import itertools
 import time
+import weakref
 from typing import Any
 
 from .._errors import NotStartedError
 from .._hooks import HookList
 from .._keys import MeshKeys, QueueKeys, validate_name
 from .._settings import Settings
-from .calls import Plan
+from .calls import Plan, command
 from .pubmode import CLASSIC, SHARDED, cluster_publish_command
 
 Callback = Any
@@ -62,6 +63,11 @@ class CoreBase:
         self._reported_loss: str | None = None  # the last worker id reported as lost
         self._reconciled = time.monotonic()  # when reconcile() last completed
         self._reconcile_due = False  # set when heartbeats stopped landing for a while
+        # What each queue holds, "jobs" or "tasks", once known: task plans of a job
+        # queue (and job plans of a task queue) are refused and switch over.
+        self._kinds: dict[str, str] = {}
+        # Waiters of `result()`, by ("done", queue, job id): set by the listener.
+        self._waiters: dict[tuple[str, str, str], list[weakref.ref[Any]]] = {}
 
     @property
     def sharded(self) -> bool:
@@ -81,6 +87,40 @@ class CoreBase:
 
     def queue_keys(self, queue: str) -> QueueKeys:
         return self.mesh.queue(validate_name(queue))
+
+    def add_waiter(self, key: tuple[str, str, str], waiter: Any) -> None:
+        """Register ``waiter`` (it has ``set()``) for ``key``, for as long as its
+        plan holds it (a weak reference: an abandoned plan leaves nothing)."""
+        alive = [ref for ref in self._waiters.get(key, ()) if ref() is not None]
+        alive.append(weakref.ref(waiter))
+        self._waiters[key] = alive
+
+    def wake_waiters(self, queue: str, id: str | None = None) -> None:
+        """Set the waiters of one job of ``queue`` (every job's when ``id`` is None)."""
+        if id is not None:
+            keys = [("done", queue, id)]
+        else:  # list(): the sync client's listener thread runs this beside plans
+            keys = [key for key in list(self._waiters) if key[1] == queue]
+        for key in keys:
+            refs = list(self._waiters.get(key, ()))
+            for ref in refs:
+                waiter = ref()
+                if waiter is not None:
+                    waiter.set()
+            if refs and all(ref() is None for ref in refs):
+                self._waiters.pop(key, None)
+
+    def kind_of(self, queue: str) -> Plan[str]:
+        """What ``queue`` holds, "jobs" or "tasks". A job queue stays one until it
+        is deleted, so that answer is remembered; an empty task queue may become a
+        job queue any time, so that one is read again next time."""
+        if self._kinds.get(queue) == "jobs":
+            return "jobs"
+        found = yield command("HGET", self.queue_keys(queue).config, "kind")
+        if found in (b"jobs", "jobs"):
+            self._kinds[queue] = "jobs"
+            return "jobs"
+        return "tasks"
 
     def lease_fresh(self) -> bool:
         """False once the worker has not heartbeat for most of its TTL: it should

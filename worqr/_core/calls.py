@@ -75,7 +75,26 @@ class Pinned:
         return all(call.idempotent for call in self.calls)
 
 
-Request: TypeAlias = Call | Subscribe | Pinned
+@dataclass(frozen=True, slots=True)
+class Listen:
+    """Get a waiter for ``key`` (a job's ``("done", queue, id)``): the client
+    makes one its colour can wait on (something with ``set()``, ``clear()`` and
+    ``wait``) and registers it with the core, whose listener sets it when the key
+    is signalled. Reply: the waiter. It stays registered while the plan holds it."""
+
+    key: tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Wait until ``waiter`` (from `Listen`) is set, or ``timeout`` seconds pass,
+    then clear it. A signal that came since the last wait counts at once."""
+
+    waiter: Any
+    timeout: float
+
+
+Request: TypeAlias = Call | Subscribe | Pinned | Listen | Wait
 T = TypeVar("T")
 Plan: TypeAlias = Generator[Request, Any, T]
 
@@ -142,6 +161,8 @@ def refused(error: BaseException) -> bool:
 
 
 def may_resend(call: Request, error: BaseException) -> bool:
+    if isinstance(call, Listen | Wait):
+        return False  # they do no I/O: whatever they raise is final
     if refused(error):
         return True
     if not is_connection_error(error):

@@ -7,7 +7,7 @@ import itertools
 import logging
 import time
 
-from . import scripts
+from . import job_scripts, scripts
 from .base import text
 from .calls import Plan, command
 from .processes import Processes
@@ -107,7 +107,10 @@ class Liveness(Processes):
             unknown = [p for p in held if p not in self._owned and not p.startswith(pending)]
             returned = 0
             for pid in reversed(unknown):  # newest first: the oldest ends at the front
-                returned += yield scripts.stop(keys, worker, pid, publish=publish)
+                if self._kinds.get(queue) == "jobs":
+                    returned += yield job_scripts.job_stop(keys, worker, pid, publish=publish)
+                else:
+                    returned += yield scripts.stop(keys, worker, pid, publish=publish)
             if returned:
                 logger.warning(
                     "worker %s held %d processes of queue %r that it no longer runs "
@@ -137,7 +140,7 @@ class Liveness(Processes):
         queues = yield command("SMEMBERS", self.mesh.worker_queues(worker))
         requeued = dead_lettered = 0
         for queue in sorted(text(q) for q in queues):
-            moved, dead = yield from self.requeue_owned(self.mesh.queue(queue), worker, "fail")
+            moved, dead = yield from self.requeue_owned(queue, worker, "fail")
             if moved or dead:
                 logger.warning(
                     "worker %s is dead: returned %d tasks to queue %r, dead-lettered %d",
@@ -162,7 +165,7 @@ class Liveness(Processes):
             self.hooks.on_lease_lost(old)
         queues = sorted(self.working)
         for queue in sorted(self.working | self._joining):
-            yield from self.requeue_owned(self.mesh.queue(queue), old, "fail")
+            yield from self.requeue_owned(queue, old, "fail")
         yield from self.forget(old, only_if_dead=True)
         for queue in queues:
             yield from self.unsubscribe_wake(self.mesh.queue(queue), old)

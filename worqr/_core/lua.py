@@ -17,7 +17,7 @@ from importlib import resources
 
 from redis.exceptions import ResponseError
 
-from .._errors import LeaseLostError, WorqrError
+from .._errors import LeaseLostError, WorqrError, WrongQueueKindError
 
 INCLUDE = re.compile(r"^--!include (\w+)[ \t]*$", re.MULTILINE)
 
@@ -39,6 +39,8 @@ _ERRORS: dict[str, type[WorqrError]] = {
     "WORQR_NOT_MEMBER": NotMemberError,
     "WORQR_LEASE_LOST": LeaseLostError,
     "WORQR_ID_TAKEN": IdTakenError,
+    "WORQR_JOB_QUEUE": WrongQueueKindError,
+    "WORQR_TASK_QUEUE": WrongQueueKindError,
 }
 
 _MESSAGES = {
@@ -46,6 +48,10 @@ _MESSAGES = {
     "peers (it re-registers under a new id on its next heartbeat)",
     "WORQR_LEASE_LOST": "this worker's lease expired: it was failed by its peers",
     "WORQR_ID_TAKEN": "worker id already registered",
+    "WORQR_JOB_QUEUE": "this queue is a job queue: use submit() and job handlers "
+    "(@worker.job), not enqueue() and task handlers",
+    "WORQR_TASK_QUEUE": "this queue holds tasks (it is a task queue): use enqueue() and task "
+    "handlers (@worker.handler), or a queue of its own for jobs",
 }
 
 
@@ -63,6 +69,11 @@ def lib_pieces() -> list[str]:
     """The shared pieces scripts may include (``lua/lib/*.lua``)."""
     folder = resources.files("worqr").joinpath("lua", "lib")
     return sorted(item.name[:-4] for item in folder.iterdir() if item.name.endswith(".lua"))
+
+
+def raw_lib(piece: str) -> str:
+    """A shared piece's text (``lua/lib/<piece>.lua``)."""
+    return _read("lib", f"{piece}.lua")
 
 
 def raw_source(name: str) -> str:
@@ -101,4 +112,8 @@ def translate(error: ResponseError) -> Exception:
     kind = _ERRORS.get(code)
     if kind is None:
         return error
+    if kind is WrongQueueKindError:
+        return WrongQueueKindError(
+            _MESSAGES[code], queue_kind="jobs" if code == "WORQR_JOB_QUEUE" else "tasks"
+        )
     return kind(_MESSAGES[code])

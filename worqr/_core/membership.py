@@ -10,8 +10,9 @@ import re
 import time
 import uuid
 
+from .._errors import WrongQueueKindError
 from .._keys import QueueKeys
-from . import scripts
+from . import job_scripts, scripts
 from .base import CoreBase
 from .calls import Plan, Subscribe, command
 from .eviction import check_eviction_policy
@@ -69,7 +70,7 @@ class Membership(CoreBase):
     def stop_work(self, queue: str) -> Plan[int]:
         worker = self.require_worker()
         keys = self.queue_keys(queue)
-        requeued, _ = yield from self.requeue_owned(keys, worker, "leave")
+        requeued, _ = yield from self.requeue_owned(queue, worker, "leave")
         yield command("SREM", self.mesh.worker_queues(worker), queue)
         self.working.discard(queue)
         yield from self.unsubscribe_wake(keys, worker)
@@ -80,24 +81,44 @@ class Membership(CoreBase):
         if self._channels.pop(channel, None) is not None:
             yield Subscribe(remove=(channel,))
 
-    def requeue_owned(
-        self, keys: QueueKeys, worker: str, mode: RequeueMode
-    ) -> Plan[tuple[int, int]]:
+    def requeue_owned(self, queue: str, worker: str, mode: RequeueMode) -> Plan[tuple[int, int]]:
         """Return every process of ``worker`` on one queue, chunk by chunk; returns
-        (requeued, dead-lettered)."""
+        (requeued, dead-lettered). A job queue's jobs go back by their own
+        script (a wrong guess of the queue's kind is refused, and corrected)."""
         settings = self.settings
+        keys = self.mesh.queue(queue)
         publish = self.publish or (yield from self.publish_command())
         requeued = dead_lettered = 0
+        switched = False
         while True:
-            moved, poisoned, remaining = yield scripts.requeue_owned(
-                keys,
-                worker,
-                mode=mode,
-                chunk=settings.requeue_chunk,
-                max_recoveries=settings.max_recoveries,
-                failed_max=settings.failed_max,
-                publish=publish,
-            )
+            if self._kinds.get(queue) == "jobs":
+                call = job_scripts.job_requeue_owned(
+                    keys,
+                    worker,
+                    mode=mode,
+                    chunk=settings.requeue_chunk,
+                    max_recoveries=settings.max_recoveries,
+                    publish=publish,
+                    policy=settings.jobs.policy,
+                )
+            else:
+                call = scripts.requeue_owned(
+                    keys,
+                    worker,
+                    mode=mode,
+                    chunk=settings.requeue_chunk,
+                    max_recoveries=settings.max_recoveries,
+                    failed_max=settings.failed_max,
+                    publish=publish,
+                )
+            try:
+                moved, poisoned, remaining = yield call
+            except WrongQueueKindError as error:
+                if switched:
+                    raise
+                switched = True
+                self._kinds[queue] = error.queue_kind
+                continue
             requeued += int(moved)
             dead_lettered += int(poisoned)
             if int(remaining) == 0:
@@ -108,7 +129,7 @@ class Membership(CoreBase):
         worker = self.require_worker()
         total = 0
         for queue in sorted(self.working):
-            requeued, _ = yield from self.requeue_owned(self.mesh.queue(queue), worker, "release")
+            requeued, _ = yield from self.requeue_owned(queue, worker, "release")
             total += requeued
         return total
 
@@ -124,7 +145,7 @@ class Membership(CoreBase):
             return
         self._leaving = True
         for queue in sorted(self.working | self._joining):
-            yield from self.requeue_owned(self.mesh.queue(queue), worker, "leave")
+            yield from self.requeue_owned(queue, worker, "leave")
             yield from self.unsubscribe_wake(self.mesh.queue(queue), worker)
         yield from self.forget(worker, only_if_dead=False)
         self.working.clear()

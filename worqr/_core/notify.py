@@ -26,7 +26,10 @@ class Notifications(CoreBase):
 
         Events: ``("work", n)`` where n is a hint of how many tasks arrived (0:
         unknown, e.g. after a (re)subscribe, when the queue must be drained);
-        ``("cancel", [pid, ...])``; ``("delete", None)``.
+        ``("due", ms)``: this worker holds the queue's timer, and delayed work is
+        due in ``ms`` (by Redis's clock); ``("cancel", [pid, ...])``;
+        ``("delete", None)``. A job queue's notify channel wakes the waiters of
+        `result` instead and yields no event.
         """
         kind = message.get("type")
         channel = text(message.get("channel") or b"")
@@ -35,13 +38,23 @@ class Notifications(CoreBase):
             return []
         queue, role = entry
         if kind in ("subscribe", "ssubscribe"):
+            if role == "notify":  # a (re)subscribe: waiters read again
+                self.wake_waiters(queue)
             return [(queue, "work", 0)] if role == "wake" else []
         if kind not in ("message", "smessage"):
             return []
         data = text(message.get("data") or b"")
         name, _, rest = data.partition(":")
+        if role == "notify":
+            if name == "done":
+                self.wake_waiters(queue, rest)
+            elif name == "deleted":
+                self.wake_waiters(queue)
+            return []
         if name == "work":
             return [(queue, "work", int(rest or 0))]
+        if name == "due":
+            return [(queue, "due", int(rest or 0))]
         if name == "cancel":
             return [(queue, "cancel", rest.split())]
         if name == "delete":

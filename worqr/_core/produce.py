@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from redis.exceptions import NoScriptError, ResponseError
 
-from .._errors import AmbiguousResultError, ReplicationTimeoutError, WorqrError
+from .._errors import (
+    AmbiguousResultError,
+    ReplicationTimeoutError,
+    WorqrError,
+    WrongQueueKindError,
+)
 from .._keys import QueueKeys
-from . import scripts
+from . import job_scripts, scripts
 from .base import CoreBase, text
-from .calls import Pinned, Plan, command
+from .calls import Call, Pinned, Plan, command
 from .lua import source, translate
 
 ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
@@ -83,37 +89,53 @@ class Producing(CoreBase):
     def _push(
         self, keys: QueueKeys, publish: str, batch: list[bytes], done: int, total: int
     ) -> Plan[None]:
-        """One enqueue script call; with ``wait_replicas``, followed on the same
-        connection by ``WAIT``, and a `ReplicationTimeoutError` if too few
-        replicas acknowledged in time."""
+        """One enqueue script call (see `replicated`)."""
         call = scripts.enqueue(keys, batch, publish=publish)
+        yield from self.replicated(
+            call,
+            len(batch),
+            done,
+            total,
+            what="task(s)",
+            verb="enqueued",
+            again="enqueueing them again would run them twice",
+        )
+
+    def replicated(
+        self, call: Call, count: int, done: int, total: int, *, what: str, verb: str, again: str
+    ) -> Plan[Any]:
+        """Run ``call`` (it creates ``count`` things, after ``done`` of ``total``);
+        with ``wait_replicas``, followed on the same connection by ``WAIT``, and a
+        `ReplicationTimeoutError` if too few replicas acknowledged in time.
+        Returns the script's reply."""
         required = self.settings.wait_replicas
         if not required:
-            yield call
-            return
+            return (yield call)
         wait = command("WAIT", required, self.settings.wait_timeout_ms)
         reply, acked = yield Pinned((call, wait))
         if isinstance(reply, NoScriptError):  # the script did not run: send it again after
             # loading it on the same connection (on a cluster: the node that said NOSCRIPT)
-            load = command("SCRIPT", "LOAD", source("enqueue"))
+            assert call.script is not None
+            load = command("SCRIPT", "LOAD", source(call.script))
             _, reply, acked = yield Pinned((load, call, wait))
         if isinstance(reply, ResponseError):
             raise translate(reply)
         if isinstance(acked, ResponseError):
             raise acked
         if int(acked) < required:
-            applied = done + len(batch)
-            rest = f"; the other {total - applied} were not enqueued" if applied < total else ""
+            applied = done + count
+            rest = f"; the other {total - applied} were not {verb}" if applied < total else ""
             raise ReplicationTimeoutError(
-                f"{len(batch)} task(s) ARE enqueued on the master, but only {acked} of "
+                f"{count} {what} ARE {verb} on the master, but only {acked} of "
                 f"{required} replicas acknowledged them within {self.settings.wait_timeout:g}s "
                 f"(Settings.wait_replicas/wait_timeout): they are lost if the master fails "
-                f"before replicating them; enqueueing them again would run them twice{rest}",
+                f"before replicating them; {again}{rest}",
                 enqueued=applied,
-                unconfirmed=len(batch),
+                unconfirmed=count,
                 replicas=int(acked),
                 required=required,
             )
+        return reply
 
     def register_queue(self, queue: str) -> Plan[None]:
         """Add ``queue`` to the mesh's registry, at most once per `REGISTRY_REFRESH`
@@ -124,10 +146,21 @@ class Producing(CoreBase):
             self._registered[queue] = now
 
     def cancel_tasks(self, queue: str, task: object) -> Plan[int]:
+        """Cancel every copy of a payload (on a job queue: every live job with it)."""
         keys = self.queue_keys(queue)
         data = self.encode_task(task)
         publish = yield from self.publish_command()
-        reply = yield scripts.cancel(keys, data, publish=publish)
+        if (yield from self.kind_of(queue)) == "jobs":
+            call = job_scripts.job_cancel_payload(
+                keys, data, publish=publish, policy=self.settings.jobs.policy
+            )
+            reply = yield call
+            return int(reply[0])
+        try:
+            reply = yield scripts.cancel(keys, data, publish=publish)
+        except WrongQueueKindError:
+            self._kinds[queue] = "jobs"  # it became one since we last looked
+            return (yield from self.cancel_tasks(queue, task))
         return int(reply[0]) + len(reply) - 1
 
     def delete_queue(self, queue: str) -> Plan[None]:
@@ -136,7 +169,9 @@ class Producing(CoreBase):
         publish = yield from self.publish_command()
         yield scripts.delete_queue(keys, members, publish=publish)
         yield command("SREM", self.mesh.queues, queue)
+        yield command("SREM", self.mesh.jobqueues, queue)
         self._registered.pop(queue, None)
+        self._kinds.pop(queue, None)
 
     def configure_queue(self, queue: str, *, max_recoveries: int | None) -> Plan[None]:
         """Per-queue options, stored in Redis for every worker of the mesh.

@@ -1,11 +1,9 @@
-"""Plans that read the mesh, and manage dead letters, without worker state."""
+"""Plans that read the mesh, without worker state."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .._process import decode_task
-from . import scripts
 from .base import CoreBase, text
 from .calls import Plan, command
 
@@ -13,7 +11,7 @@ MGET_BATCH = 1000  # alive keys read per command
 
 
 class Reads(CoreBase):
-    """Read-only plans, and dead-letter management: no worker state needed."""
+    """Read-only plans: no worker state needed."""
 
     def get_queues(self) -> Plan[list[str]]:
         return sorted(text(q) for q in (yield command("SMEMBERS", self.mesh.queues)))
@@ -31,13 +29,6 @@ class Reads(CoreBase):
 
     def count_processes(self, queue: str) -> Plan[int]:
         return int((yield command("HLEN", self.queue_keys(queue).processes)))
-
-    def count_failed(self, queue: str) -> Plan[int]:
-        return int((yield command("LLEN", self.queue_keys(queue).failed)))
-
-    def get_failed(self, queue: str) -> Plan[list[str | bytes]]:
-        entries = yield command("LRANGE", self.queue_keys(queue).failed, 0, -1)
-        return [decode_task(entry, self.settings.decode_tasks) for entry in entries]
 
     def get_stats(self, queue: str) -> Plan[dict[str, int]]:
         """Lifetime counters of the queue by event (see `QueueKeys.stats`)."""
@@ -58,30 +49,6 @@ class Reads(CoreBase):
         """Processes ``worker_id`` holds on ``queue`` (cancelled ones count until
         their worker acknowledges them)."""
         return int((yield command("ZCARD", self.queue_keys(queue).owned(worker_id))))
-
-    def requeue_failed(self, queue: str) -> Plan[int]:
-        """Move the dead letters present now to the back of the queue, oldest
-        first, in chunks; returns how many moved. Each task moves atomically, so
-        the plan is safe to stop and redo; letters that fail again meanwhile are
-        left for the next call (no endless loop)."""
-        keys = self.queue_keys(queue)
-        chunk = self.settings.requeue_chunk
-        publish = self.publish or (yield from self.publish_command())
-        moved_total = 0
-        limit: int | None = None
-        while limit is None or moved_total < limit:
-            want = chunk if limit is None else min(chunk, limit - moved_total)
-            moved, remaining = yield scripts.requeue_failed(keys, count=want, publish=publish)
-            moved_total += int(moved)
-            if limit is None:
-                limit = int(moved) + int(remaining)
-            if int(moved) == 0 or int(remaining) == 0:
-                break
-        return moved_total
-
-    def purge_failed(self, queue: str) -> Plan[int]:
-        """Drop the queue's dead letters; returns how many."""
-        return int((yield scripts.purge_failed(self.queue_keys(queue))))
 
     def get_worker_info(self, worker_id: str) -> Plan[dict[str, str]]:
         info = yield command("HGETALL", self.mesh.worker_info(worker_id))

@@ -38,7 +38,7 @@ def enqueue(keys: QueueKeys, tasks: Sequence[bytes], *, publish: str) -> Call:
     # Never resent after an ambiguous failure: a resend could push the tasks twice.
     return _call(
         "enqueue",
-        (keys.tasks, keys.idle, keys.stats),
+        (keys.tasks, keys.idle, keys.stats, keys.config),
         (keys.wake_prefix, publish, *tasks),
         idempotent=False,
     )
@@ -47,7 +47,7 @@ def enqueue(keys: QueueKeys, tasks: Sequence[bytes], *, publish: str) -> Call:
 def cancel(keys: QueueKeys, task: bytes, *, publish: str) -> Call:
     return _call(
         "cancel",
-        (keys.tasks, keys.processes, keys.recoveries, keys.stats),
+        (keys.tasks, keys.processes, keys.recoveries, keys.stats, keys.config),
         (task, keys.events, publish),
     )
 
@@ -56,7 +56,7 @@ def delete_queue(keys: QueueKeys, members: Sequence[str], *, publish: str) -> Ca
     return _call(
         "delete_queue",
         (
-            keys.tasks,
+            *keys.job_keys,
             keys.processes,
             keys.members,
             keys.idle,
@@ -67,7 +67,7 @@ def delete_queue(keys: QueueKeys, members: Sequence[str], *, publish: str) -> Ca
             keys.seq,
             *(keys.owned(member) for member in members),
         ),
-        (keys.events, publish),
+        (keys.events, keys.notify, publish),
     )
 
 
@@ -132,6 +132,7 @@ def dequeue(keys: QueueKeys, worker: str, pid_prefix: str, *, count: int, first:
             keys.idle,
             keys.seq,
             keys.stats,
+            keys.config,
         ),
         (worker, pid_prefix, count, first),
     )
@@ -151,6 +152,7 @@ def complete(
             keys.seq,
             keys.recoveries,
             keys.stats,
+            keys.config,
         ),
         (worker, pid_prefix, count, *pids),
     )

@@ -1,43 +1,58 @@
 """How a worker acknowledges the end of its processes.
 
-`AckBatcher`: finishes waiting to ride on their queue's next `complete` call.
+`AckBatcher`: finishes waiting to ride on their queue's next take (`complete`
+for tasks, `job_take` for jobs, with each job's result).
 
 A worker's handler that returns does not send its own finish: it leaves the
 process here and wakes its queue's puller, whose next call finishes every
-process waiting on that queue and takes new tasks in one script call. The
+process waiting on that queue and takes new work in one script call. The
 puller is woken at once, so a finish waits at most for the call in flight
 (one round trip), never for a timer. Each waiter learns whether Redis accepted
 its finish (False: fenced), or None when the puller gave the batch up
 (shutdown): it then acknowledges on its own.
 
 `Acknowledger`: everything else about acknowledgements, in one place: finishes
-that go alone, stops and dead-letters, resends while Redis is away, and what
-each result tells the hooks (accepted, or fenced).
+that go alone, stops, dead-letters and job failures, resends while Redis is
+away, and what each result tells the hooks (accepted, or fenced).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from .._clients.async_client import AsyncWorqr
 from .._clients.outage import OutageLog
 from .._hooks import Hooks
+from .._jobs import JobProcess
 from .._process import Process
 
-Ack = tuple[Process, "asyncio.Future[bool | None]"]
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class Ack:
+    """One finish waiting for its queue's next call: a job's carries its result
+    (``kind``: s, b or n)."""
+
+    process: Process
+    future: asyncio.Future[bool | None]
+    kind: str = "n"
+    result: bytes = b""
 
 
 class AckBatcher:
     def __init__(self) -> None:
         self._pending: dict[str, list[Ack]] = {}
 
-    def add(self, process: Process) -> asyncio.Future[bool | None]:
+    def add(self, process: Process, kind: str = "n", result: bytes = b"") -> Ack:
         future: asyncio.Future[bool | None] = asyncio.get_running_loop().create_future()
-        self._pending.setdefault(process.queue, []).append((process, future))
-        return future
+        ack = Ack(process, future, kind, result)
+        self._pending.setdefault(process.queue, []).append(ack)
+        return ack
 
     def take(self, queue: str) -> list[Ack]:
         """Every finish waiting on ``queue``, oldest first, for one call."""
@@ -53,19 +68,28 @@ class AckBatcher:
 
     @staticmethod
     def resolve(acks: Sequence[Ack], accepted: Iterable[bool]) -> None:
-        for (_, future), ok in zip(acks, accepted, strict=True):
-            if not future.done():
-                future.set_result(ok)
+        for ack, ok in zip(acks, accepted, strict=True):
+            if not ack.future.done():
+                ack.future.set_result(ok)
 
     @staticmethod
     def give_up(acks: Iterable[Ack]) -> None:
         """Their waiters acknowledge on their own (the result was not learnt)."""
-        for _, future in acks:
-            if not future.done():
-                future.set_result(None)
+        for ack in acks:
+            if not ack.future.done():
+                ack.future.set_result(None)
 
     def give_up_queue(self, queue: str) -> None:
         self.give_up(self.take(queue))
+
+
+def job_finishes(acks: Sequence[Ack]) -> list[tuple[JobProcess, str, bytes]]:
+    """What `job_take` carries for ``acks`` (processes of a job queue)."""
+    finishes = []
+    for ack in acks:
+        assert isinstance(ack.process, JobProcess)
+        finishes.append((ack.process, ack.kind, ack.result))
+    return finishes
 
 
 Retrying = Callable[[Callable[[], Awaitable[Any]], OutageLog], Awaitable[Any]]
@@ -78,6 +102,7 @@ class Acknowledger:
     ``track`` registers a background task or future that a drain waits for;
     ``retrying`` resends a call while Redis is away (acknowledgements are safe
     to resend: a resent finish answers False, and changes nothing).
+    ``job_queues``: the queues whose processes are jobs.
     """
 
     def __init__(
@@ -86,37 +111,52 @@ class Acknowledger:
         hooks: Hooks,
         track: Callable[[asyncio.Future[Any]], None],
         retrying: Retrying,
+        job_queues: frozenset[str] = frozenset(),
     ) -> None:
         self.client = client
         self.hooks = hooks
         self.batch = AckBatcher()
         self.outage = OutageLog("acknowledge")
+        self.job_queues = job_queues
         self._track = track
         self._retrying = retrying
 
-    def finish_later(self, process: Process, seconds: float) -> None:
+    def finish_later(
+        self, process: Process, seconds: float, kind: str = "n", result: bytes = b""
+    ) -> None:
         """Finish with the queue's next call (the puller's next take, woken by the
         caller); the result reaches the hooks when that call returns."""
-        waiter = self.batch.add(process)
-        waiter.add_done_callback(partial(self._batched, process, seconds))
-        self._track(waiter)  # a drain waits for it (it ends when the puller stops)
+        ack = self.batch.add(process, kind, result)
+        ack.future.add_done_callback(partial(self._batched, ack, seconds))
+        self._track(ack.future)  # a drain waits for it (it ends when the puller stops)
 
-    def _batched(
-        self, process: Process, seconds: float, waiter: asyncio.Future[bool | None]
-    ) -> None:
-        if waiter.cancelled():
+    def _batched(self, ack: Ack, seconds: float, future: asyncio.Future[bool | None]) -> None:
+        if future.cancelled():
             return  # cancelled by the last step of a shutdown, as its process task was
-        ok = waiter.result()
+        ok = future.result()
         if ok is None:  # the puller stopped before learning the result: finish alone
-            self._track(asyncio.create_task(self.finish(process, seconds)))
+            self._track(
+                asyncio.create_task(self.finish(ack.process, seconds, ack.kind, ack.result))
+            )
         else:
-            self.report_finish(process.queue, seconds, ok)
+            self.report_finish(ack.process.queue, seconds, ok)
 
-    async def finish(self, process: Process, seconds: float) -> None:
+    async def finish(
+        self, process: Process, seconds: float, kind: str = "n", result: bytes = b""
+    ) -> None:
         """Finish one process on its own call (when no take can carry it)."""
-        self.report_finish(
-            process.queue, seconds, await self.send(self.client.finish_process, process)
-        )
+        if isinstance(process, JobProcess):
+            job = process
+
+            async def finish_job() -> bool:
+                accepted, _, _ = await self.client._take_jobs(job.queue, [(job, kind, result)], 0)
+                return accepted[0]
+
+            self.report_finish(process.queue, seconds, await self.run(finish_job, False))
+        else:
+            self.report_finish(
+                process.queue, seconds, await self.send(self.client.finish_process, process)
+            )
 
     def report_finish(self, queue: str, seconds: float, ok: bool) -> None:
         if ok:
@@ -135,11 +175,17 @@ class Acknowledger:
             self._track(asyncio.create_task(self._finish_batch(queue, acks)))
 
     async def _finish_batch(self, queue: str, acks: list[Ack]) -> None:
-        processes = [process for process, _ in acks]
+        client = self.client
         try:
-            accepted, _ = await self._retrying(
-                lambda: self.client.complete(queue, processes, 0), self.outage
-            )
+            if queue in self.job_queues:
+                accepted, _, _ = await self._retrying(
+                    lambda: client._take_jobs(queue, job_finishes(acks), 0), self.outage
+                )
+            else:
+                processes = [ack.process for ack in acks]
+                accepted, _ = await self._retrying(
+                    lambda: client.complete(queue, processes, 0), self.outage
+                )
         except asyncio.CancelledError:
             self.batch.give_up(acks)  # their waiters acknowledge on their own
             raise
@@ -152,7 +198,13 @@ class Acknowledger:
         """Acknowledge with ``call`` (finish, stop or fail), retrying while Redis
         is away; False when refused (fenced) or when stopping with Redis away
         (peers then requeue the task)."""
+        return bool(await self.run(lambda: call(process), False))
+
+    async def run(self, call: Callable[[], Awaitable[T]], default: T) -> T:
+        """``call()``, retried while Redis is away; ``default`` when stopping
+        with Redis away."""
         try:
-            return bool(await self._retrying(lambda: call(process), self.outage))
+            result: T = await self._retrying(call, self.outage)
         except Exception:
-            return False
+            return default
+        return result

@@ -11,7 +11,20 @@ from .._process import Process
 
 
 class Retry(Exception):
-    """Raise from a handler to put its task back at the front of its queue."""
+    """Raise from a handler to try again.
+
+    In a task queue's handler: the task goes back to the front of its queue.
+    In a job queue's handler: a failure, retried per the job's policy (after
+    ``delay`` seconds if given, else its backoff) until its retries are used up.
+    """
+
+    def __init__(self, delay: float | None = None) -> None:
+        if delay is not None and (
+            isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0
+        ):
+            raise ValueError(f"Retry delay must be a number of seconds >= 0, got {delay!r}")
+        super().__init__() if delay is None else super().__init__(f"retry in {delay:g} s")
+        self.delay = delay
 
 
 @dataclass(frozen=True, slots=True)

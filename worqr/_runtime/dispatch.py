@@ -11,10 +11,13 @@ from typing import Any
 
 from .._clients.async_client import AsyncWorqr
 from .._hooks import Hooks
+from .._jobs import JobProcess
 from .._process import Process
 from .acks import Acknowledger
 from .capacity import Capacity
 from .context import ProcessContext
+from .job_context import JobContext
+from .job_outcomes import JobOutcomes
 from .running import HandlerSpec, Outcome, Reason, Running, launch
 from .settings import WorkerSettings
 from .threads import HandlerThreads
@@ -37,6 +40,7 @@ class Dispatcher(Hooks):
         specs: dict[str, HandlerSpec],
         capacity: Capacity,
         acks: Acknowledger,
+        jobs: JobOutcomes,
         hooks: Hooks,
         threads: HandlerThreads,
         wake: Callable[[list[str]], None],
@@ -48,6 +52,7 @@ class Dispatcher(Hooks):
         self.specs = specs
         self.capacity = capacity
         self.acks = acks
+        self.jobs = jobs
         self.hooks = hooks
         self.threads = threads
         self.running: dict[str, Running] = {}
@@ -64,31 +69,71 @@ class Dispatcher(Hooks):
             self._wake(self.capacity.release(process.queue))
             self.hooks.on_dropped(process.queue)
             return
-        running = Running(process, self.specs[process.queue], ProcessContext(process))
-        running.inner = launch(running, asyncio.get_running_loop(), self.threads)
+        loop = asyncio.get_running_loop()
+        spec = self.specs[process.queue]
+        running = Running(process, spec, ProcessContext(process))
+        if isinstance(process, JobProcess):
+            report = partial(self.jobs.report, loop, process)
+            running.job = JobContext(process, running.context.cancelled, report)
+            self.hooks.on_job_started(process.queue, process.waited)
+            timeout = self.jobs.timeout(process, spec)
+            if timeout is not None:
+                running.deadline = loop.call_later(timeout, self._timed_out, running)
+        running.inner = launch(running, loop, self.threads)
         self.running[process.id] = running
         self.hooks.on_started(process.queue)
         running.inner.add_done_callback(partial(self._ended, running))
         self._track(running.inner)  # a drain waits for the handler
+
+    def _timed_out(self, running: Running) -> None:
+        """A job ran past its timeout: an async handler is cancelled (and settled
+        when it ends); a sync one cannot be, so its attempt fails now while its
+        thread keeps the slot until it returns (it sees ``cancelled`` set)."""
+        if running.stop("timeout") and not running.spec.is_async:
+            running.settled = True
+            self.hooks.on_job_timeout(running.process.queue)
+            assert isinstance(running.process, JobProcess)
+            limit = self.jobs.timeout(running.process, running.spec) or 0.0
+            error = TimeoutError(f"ran past {limit:g} s")
+            task = asyncio.create_task(self.jobs.fail(running, "error", error, running.seconds()))
+            self._track(task)
 
     # -- ending ------------------------------------------------------------------
 
     def _ended(self, running: Running, _: object) -> None:
         """The handler ended. The common case (it returned) needs no task of its
         own: its finish waits for the queue's next call, and a drain waits for it."""
+        if running.deadline is not None:
+            running.deadline.cancel()
+        if running.settled:  # a sync job's timeout acknowledged it already
+            self._end(running)
+            return
         try:
             if self.running.get(running.process.id) is running and not self._stopping():
                 outcome, _error = running.outcome()
-                if outcome is Outcome.FINISHED:
-                    # Its slot frees first, so the call that carries the finish refills it.
-                    process, seconds = running.process, running.seconds()
-                    self.acks.finish_later(process, seconds)
-                    self._end(running)
-                    self._wake([process.queue])
+                if outcome is Outcome.FINISHED and self._finish_later(running):
                     return
         except Exception:  # never leave a process without an outcome
             logger.exception("settling process %s failed", running.process.id)
         self._track(asyncio.create_task(self._settle_then_end(running)))
+
+    def _finish_later(self, running: Running) -> bool:
+        """Batch the finish for the queue's next take; False when it cannot ride
+        (a job's result it cannot store, or progress still being written)."""
+        process, seconds = running.process, running.seconds()
+        kind, data = "n", b""
+        if isinstance(process, JobProcess):
+            if self.jobs.has_progress(process):
+                return False
+            try:
+                kind, data = self.jobs.stored(running.inner.result() if running.inner else None)
+            except (TypeError, ValueError):
+                return False  # settled as a failure
+        # Its slot frees first, so the call that carries the finish refills it.
+        self.acks.finish_later(process, seconds, kind, data)
+        self._end(running)
+        self._wake([process.queue])
+        return True
 
     async def _settle_then_end(self, running: Running) -> None:
         try:
@@ -110,6 +155,11 @@ class Dispatcher(Hooks):
         outcome, error = running.outcome()
         seconds = running.seconds()
         hooks, acks, client = self.hooks, self.acks, self.client
+        if isinstance(process, JobProcess):
+            await self.jobs.settle(running, outcome, error)
+            return
+        if outcome is Outcome.FAILED:
+            self._log_failure(process, error)
         if outcome is Outcome.LEASE_LOST:
             hooks.on_fenced(queue)
         elif outcome is Outcome.SHUTDOWN:
@@ -119,13 +169,12 @@ class Dispatcher(Hooks):
             # not a finish: were it somehow still there, it would be requeued, not lost.
             await acks.send(client.stop_process, process)
             hooks.on_cancelled(queue)
-        elif outcome is Outcome.RETRIED:
+        elif outcome in (Outcome.RETRIED, Outcome.RETURNED):
             if await acks.send(client.stop_process, process):
                 hooks.on_retried(queue)
             else:
                 hooks.on_fenced(queue)
-        elif outcome is Outcome.FAILED:
-            self._log_failure(process, error)
+        elif outcome in (Outcome.FAILED, Outcome.FAILED_NOW, Outcome.TIMED_OUT):
             if await acks.send(client.fail_process, process):
                 hooks.on_failed(queue, seconds)
             else:

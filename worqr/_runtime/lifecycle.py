@@ -19,7 +19,7 @@ from typing import Any, Self
 
 from .._clients.async_client import AsyncWorqr
 from .._clients.outage import OutageLog
-from .._errors import WorqrError
+from .._errors import WorqrError, WrongQueueKindError
 from .running import Reason
 from .settings import WorkerSettings
 
@@ -212,6 +212,8 @@ class Lifecycle:
         while True:
             try:
                 result = await call()
+            except WrongQueueKindError:
+                raise  # a mistake in the handlers, not an outage: retrying cannot help
             except Exception as error:
                 if self._stop_now is not None and self._stop_now.is_set():
                     raise

@@ -12,7 +12,7 @@ from .._clients.outage import OutageLog
 from .._errors import LeaseLostError
 from .._hooks import Hooks
 from .._process import Process
-from .acks import Ack, Acknowledger
+from .acks import Ack, Acknowledger, job_finishes
 from .capacity import Capacity
 
 
@@ -35,6 +35,7 @@ class Puller:
         hooks: Hooks,
         wanted: dict[str, asyncio.Event],
         persistent: frozenset[str],
+        job_queues: frozenset[str] = frozenset(),
         start: Callable[[Process], None],
         wake: Callable[[list[str]], None],
         stopping: Callable[[], bool],
@@ -45,6 +46,7 @@ class Puller:
         self.hooks = hooks
         self.wanted = wanted
         self.persistent = persistent
+        self.job_queues = job_queues
         self.configured: set[str] = set()  # persistent queues set never to dead-letter
         self._start = start
         self._wake = wake
@@ -84,7 +86,7 @@ class Puller:
                 return  # a process ending wakes this queue again
             carried = acks.batch.take(queue)
             try:
-                processes = await self._take(queue, asked, carried)
+                processes, more = await self._take(queue, asked, carried)
             except asyncio.CancelledError:
                 capacity.abandon(queue, asked)
                 acks.batch.give_up(carried)
@@ -108,17 +110,22 @@ class Puller:
             self.hooks.on_dequeue(queue, asked, len(processes))
             for process in processes:  # no await between settle and start: no over-commit
                 self._start(process)
-            if len(processes) < asked and not acks.batch.pending(queue):
+            if len(processes) < asked and not more and not acks.batch.pending(queue):
                 return  # drained: the take put us in the idle set
 
-    async def _take(self, queue: str, count: int, carried: list[Ack]) -> list[Process]:
-        """Finish ``carried`` and take up to ``count`` tasks in one call."""
+    async def _take(self, queue: str, count: int, carried: list[Ack]) -> tuple[list[Process], bool]:
+        """Finish ``carried`` and take up to ``count`` tasks or jobs in one call;
+        also whether a job take stopped early with jobs maybe left."""
         client = self.client
+        if queue in self.job_queues:
+            accepted, jobs, more = await client._take_jobs(queue, job_finishes(carried), count)
+            self.acks.batch.resolve(carried, accepted)
+            return list(jobs), more
         if count and queue in self.persistent and queue not in self.configured:
             await client.configure_queue(queue, max_recoveries=-1)  # owner deaths never poison
             self.configured.add(queue)
         if not carried:
-            return await client.dequeue_many(queue, count)
-        accepted, processes = await client.complete(queue, [p for p, _ in carried], count)
+            return await client.dequeue_many(queue, count), False
+        accepted, processes = await client.complete(queue, [a.process for a in carried], count)
         self.acks.batch.resolve(carried, accepted)
-        return processes
+        return processes, False

@@ -13,16 +13,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._clients.lease import HANDLER_TASK_PREFIX
+from .._jobs import Backoff
 from .._process import Process
 from .context import ProcessContext, Retry, current_process, set_current
+from .job_context import Fail, JobContext, set_current_job
 from .threads import HandlerThreads
 
 Handler = Callable[[Any], Any]
-Reason = Literal["cancel", "lease", "stale", "shutdown"]
+Reason = Literal["cancel", "lease", "stale", "shutdown", "timeout"]
 """Why the worker stopped a handler: its process was cancelled (or vanished), the
 worker lost its lease (a peer owns the task now), its lease went stale (no
-heartbeat landed for most of the TTL: peers may take the task soon), or the
-worker is shutting down."""
+heartbeat landed for most of the TTL: peers may take the task soon), the
+worker is shutting down, or a job ran past its timeout."""
 
 
 def is_async_handler(function: Handler) -> bool:
@@ -34,10 +36,17 @@ def is_async_handler(function: Handler) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class HandlerSpec:
+    """A registered handler. ``jobs``: of a job queue (`Worker.job`), with the
+    handler's own defaults for its jobs (None: the job's, else `JobSettings`)."""
+
     queue: str
     function: Handler
     persistent: bool
     is_async: bool
+    jobs: bool = False
+    retries: int | None = None
+    backoff: Backoff | float | None = None
+    timeout: float | None = None
 
     @property
     def task_name(self) -> str:
@@ -50,8 +59,11 @@ class HandlerSpec:
 
 class Outcome(enum.Enum):
     FINISHED = "finished"  # returned: finish the process
-    FAILED = "failed"  # raised: dead-letter the task
-    RETRIED = "retried"  # raised worqr.Retry: back to the front of the queue
+    FAILED = "failed"  # raised: dead-letter the task (a job: a failure, maybe retried)
+    RETRIED = "retried"  # raised worqr.Retry: back to the front (a job: a failure)
+    RETURNED = "returned"  # its lease went stale: back to the front, no failure counted
+    FAILED_NOW = "failed_now"  # raised worqr.Fail (jobs): failed, no retry
+    TIMED_OUT = "timed_out"  # ran past its job's timeout: a failure
     CANCELLED = "cancelled"  # its process was cancelled or vanished: nothing to return
     LEASE_LOST = "lease_lost"  # a peer owns the task now: leave it alone
     SHUTDOWN = "shutdown"  # stopped by a shutdown: deregistering returns the task
@@ -65,6 +77,9 @@ class Running:
     inner: asyncio.Future[Any] | None = None  # the handler's task or thread future
     reason: Reason | None = None
     started: float = field(default_factory=time.monotonic)
+    settled: bool = False  # acknowledged before its handler ended (a sync job's timeout)
+    job: JobContext | None = None  # set for a job's process
+    deadline: asyncio.TimerHandle | None = None  # a job's timeout
 
     def stop(self, reason: Reason) -> bool:
         """Ask the handler to stop. A handler that already ended keeps its own
@@ -90,16 +105,20 @@ class Running:
         if self.reason == "shutdown":
             return Outcome.SHUTDOWN, None
         if self.reason == "stale":  # back to the front, unless a peer has it by now
-            return Outcome.RETRIED, None
+            return Outcome.RETURNED, None
         if self.reason == "cancel":
             return Outcome.CANCELLED, None
+        if self.reason == "timeout":
+            return Outcome.TIMED_OUT, None
         if inner.cancelled():
             # Not cancelled by the worker: something in the handler cancelled it.
             return Outcome.FAILED, asyncio.CancelledError("the handler's task was cancelled")
         if error is None:
             return Outcome.FINISHED, None
         if isinstance(error, Retry):
-            return Outcome.RETRIED, None
+            return Outcome.RETRIED, error
+        if isinstance(error, Fail):
+            return Outcome.FAILED_NOW, error
         return Outcome.FAILED, error
 
 
@@ -110,6 +129,8 @@ def launch(
     async handler, a handler thread for a sync one (in a copy of the context)."""
     context = contextvars.copy_context()
     context.run(set_current, running.context)
+    if running.job is not None:
+        context.run(set_current_job, running.job)
     function, task = running.spec.function, running.process.task
     if running.spec.is_async:
         # Named for the lease thread's report of a blocked loop (no payload in it).

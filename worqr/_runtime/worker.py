@@ -22,14 +22,15 @@ from .._clients.async_client import AsyncWorqr
 from .._clients.sentinel import sentinel_target
 from .._errors import WorqrError
 from .._hooks import HookList, Hooks, Observer, ObserverHooks
-from .._keys import validate_name
 from .._settings import with_overrides
 from .acks import Acknowledger
 from .capacity import Capacity
 from .dispatch import Dispatcher
+from .job_outcomes import JobOutcomes
 from .lifecycle import Lifecycle
 from .pulling import Puller
-from .running import Handler, HandlerSpec, Reason, is_async_handler
+from .registry import HandlerRegistry
+from .running import Handler, Reason
 from .settings import WorkerSettings
 from .threads import HandlerThreads
 
@@ -38,7 +39,7 @@ logger = logging.getLogger("worqr.worker")
 H = TypeVar("H", bound=Handler)
 
 
-class Worker(Lifecycle):
+class Worker(HandlerRegistry, Lifecycle):
     """A mesh member that runs handlers.
 
     Outcome policy (what a handler's end does to its process):
@@ -84,7 +85,8 @@ class Worker(Lifecycle):
         sentinels: Iterable[tuple[str, int]] | None = None,
         service_name: str | None = None,
     ) -> None:
-        super().__init__()
+        HandlerRegistry.__init__(self)
+        Lifecycle.__init__(self)
         # Checked now (a bad address fails here, not when the worker runs).
         sentinel_target(url, sentinels, service_name)
         self._sentinels = None if sentinels is None else list(sentinels)
@@ -101,31 +103,13 @@ class Worker(Lifecycle):
         self._hooks = HookList()
         for each in hooks:
             self._hooks.add(each)
-        self._specs: dict[str, HandlerSpec] = {}
         self._wanted: dict[str, asyncio.Event] = {}
         self._client: AsyncWorqr | None = None
         self._dispatch: Dispatcher | None = None
         self._puller: Puller | None = None
+        self._timers: dict[str, asyncio.TimerHandle] = {}  # queue -> its due-jobs timer
 
     # -- configuration ---------------------------------------------------------
-
-    def handler(self, queue: str, *, persistent: bool = False) -> Callable[[H], H]:
-        """Register the function that runs the tasks of ``queue``: sync (run in the
-        thread pool) or async. It takes the task (str, or bytes if not UTF-8)."""
-        validate_name(queue)
-        if queue in self._specs:
-            raise ValueError(f"queue {queue!r} already has a handler")
-
-        def register(function: H) -> H:
-            if not callable(function):
-                raise TypeError("a handler must be callable")
-            if self._loop is not None:
-                raise WorqrError("register handlers before the worker runs")
-            spec = HandlerSpec(queue, function, persistent, is_async_handler(function))
-            self._specs[queue] = spec
-            return function
-
-        return register
 
     def configure(self, **changes: Any) -> None:
         """Replace settings before `run()`: WorkerSettings fields, or ``url``,
@@ -156,18 +140,6 @@ class Worker(Lifecycle):
         """Receive the client's life events as ``observer(event, fields)`` (see
         `Worqr.add_observer`)."""
         self._hooks.add(ObserverHooks(observer))
-
-    @property
-    def queues(self) -> list[str]:
-        return sorted(self._specs)
-
-    @property
-    def handlers(self) -> dict[str, Handler]:
-        return {queue: spec.function for queue, spec in self._specs.items()}
-
-    @property
-    def persistent_queues(self) -> list[str]:
-        return sorted(queue for queue, spec in self._specs.items() if spec.persistent)
 
     @property
     def worker_id(self) -> str | None:
@@ -210,7 +182,11 @@ class Worker(Lifecycle):
             sentinels=self._sentinels,
             service_name=self._service_name,
         )
-        acks = Acknowledger(client, self._hooks, self._track, self._retrying)
+        job_queues = frozenset(queue for queue, spec in self._specs.items() if spec.jobs)
+        acks = Acknowledger(client, self._hooks, self._track, self._retrying, job_queues)
+        jobs = JobOutcomes(
+            client, settings=settings.client.jobs, acks=acks, hooks=self._hooks, track=self._track
+        )
         stopping = self._is_stopping
         self._dispatch = Dispatcher(
             client,
@@ -218,6 +194,7 @@ class Worker(Lifecycle):
             specs=self._specs,
             capacity=capacity,
             acks=acks,
+            jobs=jobs,
             hooks=self._hooks,
             threads=HandlerThreads(asyncio.get_running_loop(), threads, "worqr-handler"),
             wake=self._wake,
@@ -231,6 +208,7 @@ class Worker(Lifecycle):
             hooks=self._hooks,
             wanted=self._wanted,
             persistent=frozenset(persistent),
+            job_queues=job_queues,
             start=self._dispatch.start,
             wake=self._wake,
             stopping=stopping,
@@ -242,7 +220,9 @@ class Worker(Lifecycle):
 
     def _join_steps(self, client: AsyncWorqr) -> list[Callable[[], Awaitable[Any]]]:
         steps: list[Callable[[], Awaitable[Any]]] = [client.start_worker]
-        for queue in self._specs:
+        for queue, spec in self._specs.items():
+            if spec.jobs:  # refused, naming the queue, when it holds tasks
+                steps.append(partial(client._mark_job_queue, queue))
             steps.append(partial(client.on, queue, self._listener(queue)))
             steps.append(partial(client.start_work, queue))
         return steps
@@ -263,6 +243,8 @@ class Worker(Lifecycle):
             if event == "work":
                 self._hooks.on_wakeup(queue)
                 self._wanted[queue].set()
+            elif event == "due":
+                self._due_in(queue, message / 1000)
             elif event == "cancel":
                 for pid in message:
                     dispatch.stop(pid, "cancel")
@@ -272,6 +254,33 @@ class Worker(Lifecycle):
                 self._wanted[queue].set()  # rejoin the (now empty) queue
 
         return listen
+
+    def _due_in(self, queue: str, seconds: float) -> None:
+        """This worker holds the queue's timer: delayed jobs are due in ``seconds``
+        (Redis's clock). A newer hint replaces the one before."""
+        previous = self._timers.pop(queue, None)
+        if previous is not None:
+            previous.cancel()
+        loop = asyncio.get_running_loop()
+        self._timers[queue] = loop.call_later(max(0.0, seconds), self._due, queue)
+
+    def _due(self, queue: str) -> None:
+        """The timer fired: with a free slot, take (a take promotes due jobs);
+        without one, promote them for idle peers."""
+        self._timers.pop(queue, None)
+        if self._stopping or self._dispatch is None:
+            return
+        if self._dispatch.capacity.free(queue) > 0:
+            self._wanted[queue].set()
+        elif self._client is not None:
+            task = asyncio.create_task(self._promote(self._client, queue))
+            self._track(task)
+
+    async def _promote(self, client: AsyncWorqr, queue: str) -> None:
+        try:
+            await client._promote_jobs(queue)
+        except Exception as error:  # the next poll or hint tries again
+            logger.debug("promoting due jobs of %r failed: %s", queue, error)
 
     def _wake(self, queues: list[str]) -> None:
         if not self._stopping:
@@ -292,6 +301,9 @@ class Worker(Lifecycle):
             self._dispatch.forget_unfinished()
 
     def _shutdown_executor(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
         if self._dispatch is not None:
             self._dispatch.threads.shutdown()
         self._dispatch = self._puller = None

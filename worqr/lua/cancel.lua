@@ -6,20 +6,28 @@
 -- KEYS[2] processes   hash  process id -> task
 -- KEYS[3] recoveries  hash  task -> times recovered from a dead worker
 -- KEYS[4] stats       hash  lifetime counters of the queue, by event
+-- KEYS[5] config      hash  per-queue options; 'kind' is 'jobs' on a job queue
 -- ARGV[1] task              the payload to cancel (exact bytes)
 -- ARGV[2] events            broadcast channel of the queue
 -- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- Reply: {removed_from_queue, pid1, pid2, ...} (the cancelled process ids)
--- Errors: none.
+-- Errors: WORQR_JOB_QUEUE when the queue is a job queue (job_cancel_payload is its cancel).
 -- Events: 'cancel:<pid> <pid> ...' on `events` when in-process copies were cancelled.
 --!include publish
+--!include kind
 local tasks = KEYS[1]
 local processes = KEYS[2]
 local recoveries = KEYS[3]
 local stats = KEYS[4]
+local config = KEYS[5]
 local task = ARGV[1]
 local events = ARGV[2]
 local publish = publish_command(ARGV[3])
+
+local refused = not_a_job_queue(config)
+if refused then
+  return refused
+end
 
 local reply = {redis.call('LREM', tasks, 0, task)}
 local cursor = '0'

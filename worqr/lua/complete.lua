@@ -8,6 +8,7 @@
 -- KEYS[6] seq         string  per-queue dequeue counter (orders `owned`)
 -- KEYS[7] recoveries  hash    task -> times recovered from a dead worker
 -- KEYS[8] stats       hash    lifetime counters of the queue, by event
+-- KEYS[9] config      hash    per-queue options; 'kind' is 'jobs' on a job queue
 -- ARGV[1] worker            the worker's id
 -- ARGV[2] pid_prefix        client-chosen, unique per call; new process i is pid_prefix .. i
 -- ARGV[3] count             how many tasks to take at most (>= 0; 0 only finishes)
@@ -20,9 +21,11 @@
 --   returns the processes the first call created (a lost reply never hides a task).
 -- Errors: WORQR_NOT_MEMBER when count > 0 and the worker is not (or no longer) a
 --   member of the queue; nothing is finished then (resend with count 0 to finish).
+--   WORQR_JOB_QUEUE when count > 0 and the queue is a job queue.
 -- Events: none.
 --!include end_process
 --!include take
+--!include kind
 local tasks = KEYS[1]
 local processes = KEYS[2]
 local owned = KEYS[3]
@@ -31,14 +34,21 @@ local idle = KEYS[5]
 local seq = KEYS[6]
 local recoveries = KEYS[7]
 local stats = KEYS[8]
+local config = KEYS[9]
 local worker = ARGV[1]
 local pid_prefix = ARGV[2]
 local count = tonumber(ARGV[3])
 local first_pid = 4  -- ARGV[4..n] pids
 
 local resent = count > 0 and already_taken(processes, pid_prefix, 0)
-if count > 0 and not resent and redis.call('SISMEMBER', members, worker) == 0 then
-  return redis.error_reply('WORQR_NOT_MEMBER')
+if count > 0 and not resent then
+  if redis.call('SISMEMBER', members, worker) == 0 then
+    return redis.error_reply('WORQR_NOT_MEMBER')
+  end
+  local refused = not_a_job_queue(config)
+  if refused then
+    return refused
+  end
 end
 
 local finished = {}

@@ -1,38 +1,60 @@
--- delete_queue: drop a queue's tasks, processes and bookkeeping, and tell listeners.
--- In-process copies end with it: their finish/stop are fenced (reply 0).
--- KEYS[1] tasks       list    queued tasks
--- KEYS[2] processes   hash    process id -> task
--- KEYS[3] members     set     workers allowed to dequeue from this queue
--- KEYS[4] idle        set     workers of this queue waiting for work
--- KEYS[5] recoveries  hash    task -> times recovered from a dead worker
--- KEYS[6] failed      list    dead letters
--- KEYS[7] config      hash    per-queue options
--- KEYS[8] stats       hash    lifetime counters of the queue, by event
--- KEYS[9] seq         string  per-queue dequeue counter
--- KEYS[10..n] owned   zset    each member's process ids on this queue
+-- delete_queue: drop a queue (tasks or jobs) with its processes and bookkeeping,
+-- and tell listeners and waiters. In-process copies end with it: their
+-- acknowledgements are fenced. Keys go with UNLINK: a big hash is freed off the
+-- main thread.
+-- KEYS[1] tasks          list    ready entries at priority 0; the right end is the front
+-- KEYS[2] job_prio       zset    ready entries with a priority
+-- KEYS[3] job_seq        string  lives and priority order
+-- KEYS[4] jobs           hash    id -> record
+-- KEYS[5] job_data       hash    id -> payload
+-- KEYS[6] job_result     hash    id -> result
+-- KEYS[7] job_progress   hash    id -> last progress value
+-- KEYS[8] job_delayed    zset    delayed entries by due ms
+-- KEYS[9] job_retrying   zset    retrying entries by due ms
+-- KEYS[10] job_finished  zset    finished ids by purge ms
+-- KEYS[11] job_failed    zset    failed ids by purge ms
+-- KEYS[12] job_cancelled zset    cancelled ids by purge ms
+-- KEYS[13] job_unique    hash    unique marker -> id#life
+-- KEYS[14] job_counts    hash    state -> count
+-- KEYS[15] job_timer     hash    the member told when due work comes next
+-- KEYS[16] processes     hash    process id -> task or entry
+-- KEYS[17] members       set     workers allowed to take from this queue
+-- KEYS[18] idle          set     workers of this queue waiting for work
+-- KEYS[19] recoveries    hash    task -> times recovered from a dead worker
+-- KEYS[20] failed        list    dead letters (task queues)
+-- KEYS[21] config        hash    per-queue options
+-- KEYS[22] stats         hash    lifetime counters of the queue, by event
+-- KEYS[23] seq           string  per-queue take counter
+-- KEYS[24..n] owned      zset    each member's process ids on this queue
 -- ARGV[1] events            broadcast channel of the queue
--- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
+-- ARGV[2] notify            the queue's channel for waiters
+-- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- Reply: integer, number of keys deleted.
 -- Errors: none.
--- Events: 'delete' on `events`.
+-- Events: 'delete' on events; 'deleted' on notify (waiters find their jobs gone).
 --!include publish
-local tasks = KEYS[1]
-local processes = KEYS[2]
-local members = KEYS[3]
-local idle = KEYS[4]
-local recoveries = KEYS[5]
-local failed = KEYS[6]
-local config = KEYS[7]
-local stats = KEYS[8]
-local seq = KEYS[9]
-local first_owned = 10  -- KEYS[10..n] owned, one per member
+--!include job_keys
+local processes = KEYS[16]
+local members = KEYS[17]
+local idle = KEYS[18]
+local recoveries = KEYS[19]
+local failed = KEYS[20]
+local config = KEYS[21]
+local stats = KEYS[22]
+local seq = KEYS[23]
+local first_owned = 24  -- KEYS[24..n] owned, one per member
 local events = ARGV[1]
-local publish = publish_command(ARGV[2])
+local notify = ARGV[2]
+local publish = publish_command(ARGV[3])
 
-local deleted = redis.call('DEL', tasks, processes, members, idle, recoveries, failed, config,
+local deleted = redis.call('UNLINK', tasks, job_prio, job_seq, jobs, job_data, job_result,
+  job_progress, job_delayed, job_retrying, job_finished, job_failed, job_cancelled,
+  job_unique, job_counts, job_timer)
+deleted = deleted + redis.call('UNLINK', processes, members, idle, recoveries, failed, config,
   stats, seq)
 for i = first_owned, #KEYS do
-  deleted = deleted + redis.call('DEL', KEYS[i])
+  deleted = deleted + redis.call('UNLINK', KEYS[i])
 end
 redis.call(publish, events, 'delete')
+redis.call(publish, notify, 'deleted')
 return deleted

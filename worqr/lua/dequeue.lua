@@ -6,6 +6,7 @@
 -- KEYS[5] idle        set     workers of this queue waiting for work
 -- KEYS[6] seq         string  per-queue dequeue counter (orders `owned`)
 -- KEYS[7] stats       hash    lifetime counters of the queue, by event
+-- KEYS[8] config      hash    per-queue options; 'kind' is 'jobs' on a job queue
 -- ARGV[1] worker            the worker's id
 -- ARGV[2] pid_prefix        client-chosen, unique per dequeue; process i is pid_prefix .. (first + i)
 -- ARGV[3] count             how many tasks to take at most (>= 1; the client keeps it small
@@ -15,9 +16,11 @@
 -- Reply: flat array {pid1, task1, pid2, task2, ...}; empty when the queue is empty.
 --   Resending the same call returns the processes the first call created
 --   (a lost reply never hides a task).
--- Errors: WORQR_NOT_MEMBER when the worker is not (or no longer) a member of the queue.
+-- Errors: WORQR_NOT_MEMBER when the worker is not (or no longer) a member of the queue;
+--   WORQR_JOB_QUEUE when the queue is a job queue.
 -- Events: none.
 --!include take
+--!include kind
 local tasks = KEYS[1]
 local processes = KEYS[2]
 local owned = KEYS[3]
@@ -25,6 +28,7 @@ local members = KEYS[4]
 local idle = KEYS[5]
 local seq = KEYS[6]
 local stats = KEYS[7]
+local config = KEYS[8]
 local worker = ARGV[1]
 local pid_prefix = ARGV[2]
 local count = tonumber(ARGV[3])
@@ -35,5 +39,9 @@ if already_taken(processes, pid_prefix, first) then
 end
 if redis.call('SISMEMBER', members, worker) == 0 then
   return redis.error_reply('WORQR_NOT_MEMBER')
+end
+local refused = not_a_job_queue(config)
+if refused then
+  return refused
 end
 return take(tasks, processes, owned, idle, seq, stats, worker, pid_prefix, first, count)

@@ -22,11 +22,12 @@
 -- ARGV[6] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[7] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- Reply: {requeued, dead_lettered, remaining}
--- Errors: none.
+-- Errors: WORQR_JOB_QUEUE when the queue is a job queue (job_requeue_owned is its version).
 -- Events: 'work:<requeued>' on the wake channel of each idle worker woken (at most one per task).
 --!include publish
 --!include wake
 --!include end_process
+--!include kind
 local tasks = KEYS[1]
 local processes = KEYS[2]
 local owned = KEYS[3]
@@ -43,6 +44,11 @@ local max_recoveries = tonumber(redis.call('HGET', config, 'max_recoveries') or 
 local failed_max = tonumber(ARGV[5])
 local wake_prefix = ARGV[6]
 local publish = publish_command(ARGV[7])
+
+local refused = not_a_job_queue(config)
+if refused then
+  return refused
+end
 
 if mode ~= 'release' then
   -- Fence first: from now on this worker cannot dequeue from the queue.

@@ -1,0 +1,142 @@
+"""The job layer on a real 3-master Redis Cluster: every job script touches one
+slot (a cross-slot call would fail with CROSSSLOT), on queues spread over the
+masters; the lifecycle tests run here unchanged, on cluster clients."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from cluster_fixtures import LocalCluster
+from helpers import wait_until
+from redis.cluster import RedisCluster
+
+import worqr
+from worqr._core.lua import script_names
+
+from .conftest import QUIET
+from .test_lifecycle import (
+    test_a_finish_is_fenced_and_counted_once,
+    test_cancel_reaches_every_live_state,
+    test_failures_retry_after_their_delay_then_fail,
+    test_get_jobs_pages_through_each_state,
+    test_result_waits_for_the_end_without_polling,
+    test_retry_job_gives_a_new_life_and_respects_the_unique_marker,
+)
+
+pytestmark = pytest.mark.cluster
+
+__all__ = [  # borrowed, collected here with this module's fixtures
+    "test_a_finish_is_fenced_and_counted_once",
+    "test_cancel_reaches_every_live_state",
+    "test_failures_retry_after_their_delay_then_fail",
+    "test_get_jobs_pages_through_each_state",
+    "test_result_waits_for_the_end_without_polling",
+    "test_retry_job_gives_a_new_life_and_respects_the_unique_marker",
+]
+
+
+@pytest.fixture
+def redis_client(redis_cluster: LocalCluster) -> Iterator[Any]:
+    client = RedisCluster.from_url(redis_cluster.url)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def make(redis_cluster_url: str, prefix: str) -> Iterator[Callable[..., worqr.Worqr]]:
+    made: list[worqr.Worqr] = []
+
+    def build(start: bool = False, **settings: Any) -> worqr.Worqr:
+        client = worqr.Worqr(
+            redis_cluster_url,
+            settings=worqr.Settings(prefix=prefix, **(QUIET | settings)),
+            cluster=True,
+        )
+        made.append(client)
+        if start:
+            client.start_worker()
+        return client
+
+    yield build
+    with ThreadPoolExecutor(max(1, len(made))) as pool:
+        list(pool.map(lambda client: client.close(), made))
+
+
+def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) -> None:
+    producer, worker = make(), make(start=True)
+    ran: set[str] = set()
+    for client in (producer, worker):
+        execute_once = client._executor._execute_once
+
+        def counting(request: Any, execute_once: Any = execute_once) -> Any:
+            if getattr(request, "script", None):
+                ran.add(request.script)
+            return execute_once(request)
+
+        client._executor._execute_once = counting  # type: ignore[method-assign]
+    for queue in (f"jobs-{i}" for i in range(6)):  # slots on every master
+        ref = producer.submit(queue, "a", unique=True)
+        producer.submit(queue, "later", delay=0.05)
+        worker._mark_job_queue(queue)
+        _, taken, _ = worker._take_jobs(queue, [], 5)
+        [process] = taken
+        assert worker._report_progress(process, b"half")
+        assert worker._fail_job(process, mode="error", delay=0, retries=1, error="E") == (True, "r")
+
+        def promoted(queue: str = queue) -> bool:
+            worker._promote_jobs(queue)
+            return producer.count_jobs(queue)["queued"] == 2
+
+        wait_until(promoted)
+        _, taken, _ = worker._take_jobs(queue, [], 5)
+        assert len(taken) == 2
+        for process in taken:
+            if process.job_id == ref.id:
+                worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail")
+            else:
+                worker._stop_job(process)
+        assert producer.retry_job(queue, ref.id)
+        assert producer.get_job(queue, ref.id) is not None
+        assert producer.cancel_job(queue, ref.id)
+        producer.submit(queue, "f", retries=0)
+        _, taken, _ = worker._take_jobs(queue, [], 5)
+        for process in taken:
+            worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail")
+        assert producer.requeue_failed(queue) >= 1
+        assert producer.cancel_tasks(queue, "later") >= 0
+        _, taken, _ = worker._take_jobs(queue, [], 5)
+        for process in taken:
+            worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail")
+        assert producer.purge_failed(queue) >= 1
+        assert producer.count_jobs(queue)["active"] == 0
+        worker.fail_worker()  # job_requeue_owned
+        producer.delete_queue(queue)
+    job_scripts = {name for name in script_names() if name.startswith("job_")}
+    assert job_scripts <= ran, job_scripts - ran
+
+
+def test_async_result_on_the_cluster(
+    make: Callable[..., worqr.Worqr], redis_cluster_url: str, prefix: str
+) -> None:
+    worker = make(start=True)
+
+    async def main() -> None:
+        async with worqr.AsyncWorqr(redis_cluster_url, prefix=prefix, cluster=True) as producer:
+            ref = await producer.submit("waited", "x")
+            waiting = asyncio.create_task(producer.result("waited", ref.id, timeout=10))
+            await asyncio.sleep(0.1)
+
+            def finish() -> None:
+                _, [process], _ = worker._take_jobs("waited", [], 1)
+                worker._take_jobs("waited", [(process, "s", b"done")], 0)
+
+            await asyncio.to_thread(finish)
+            assert await waiting == "done"
+
+    asyncio.run(main())

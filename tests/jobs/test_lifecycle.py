@@ -1,0 +1,288 @@
+"""A job's life through the worker-side plans: take, finish with a result,
+fail and retry, cancel, retry_job, fencing, exact counts, results waited for,
+listing, and bounded retention."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+import redis
+from helpers import wait_until
+
+import worqr
+from worqr._jobs import STATES, JobProcess
+from worqr._keys import MeshKeys
+
+Make = Callable[..., worqr.Worqr]
+
+
+def counts(**nonzero: int) -> dict[str, int]:
+    return {**dict.fromkeys(STATES, 0), **nonzero}
+
+
+def take(client: worqr.Worqr, queue: str = "q", count: int = 10) -> list[JobProcess]:
+    _, taken, _ = client._take_jobs(queue, [], count)
+    return taken
+
+
+def finish(client: worqr.Worqr, process: JobProcess, kind: str = "s", data: bytes = b"ok") -> bool:
+    flags, _, _ = client._take_jobs(process.queue, [(process, kind, data)], 0)
+    return flags[0]
+
+
+def test_a_finished_job_stores_its_result_with_its_type(make: Make) -> None:
+    producer, worker = make(), make(start=True)
+    text, raw, empty = (producer.submit("q", p) for p in ("text", "raw", "none"))
+    by_payload = {p.task: p for p in take(worker)}
+    assert counts(active=3) == producer.count_jobs("q")
+    assert by_payload["text"].attempt == 1 and by_payload["text"].job_id == text.id
+    assert finish(worker, by_payload["text"], "s", "héllo".encode())
+    assert finish(worker, by_payload["raw"], "b", b"\xff\x00")
+    assert finish(worker, by_payload["none"], "n", b"")
+    assert producer.result("q", text.id, timeout=0) == "héllo"
+    assert producer.result("q", raw.id, timeout=0) == b"\xff\x00"
+    assert producer.result("q", empty.id, timeout=0) is None
+    info = producer.get_job("q", text.id)
+    assert info is not None and info.state == "finished" and info.result == "héllo"
+    assert info.started is not None and info.ended is not None and info.started <= info.ended
+    assert producer.count_jobs("q") == counts(finished=3)
+
+
+def test_a_finish_is_fenced_and_counted_once(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    producer, worker, peer = make(), make(start=True), make(start=True)
+    ref = producer.submit("q", "work")
+    [process] = take(worker)
+    assert finish(worker, process, "s", b"first")
+    # The same finish again (a resend whose first reply was lost): acknowledged,
+    # and nothing changes: the result stays the first one.
+    assert finish(worker, process, "s", b"again")
+    assert producer.result("q", ref.id, timeout=0) == "first"
+    # A worker whose lease was lost: its job goes to a peer, and its late finish is refused.
+    second = producer.submit("q", "work 2")
+    [held] = take(worker)
+    redis_client.delete(MeshKeys(prefix).alive(worker.worker_id or ""))
+    assert peer.reap() == 1
+    info = producer.get_job("q", second.id)
+    assert info is not None and info.state == "queued"  # back to the front
+    [again] = take(peer)
+    assert again.job_id == second.id and again.attempt == 2 and again.recoveries == 1
+    assert finish(peer, again, "s", b"the peer's")
+    assert not finish(worker, held, "s", b"late")
+    assert producer.result("q", second.id, timeout=0) == "the peer's"
+    assert producer.count_jobs("q") == counts(finished=2)
+    assert producer.get_stats("q")["finished"] == 2
+
+
+def test_failures_retry_after_their_delay_then_fail(make: Make) -> None:
+    producer, worker = make(), make(start=True)
+    ref = producer.submit("q", "flaky", retries=2)
+    for attempt in (1, 2, 3):
+        [process] = take(worker)
+        assert process.attempt == attempt and process.failures == attempt - 1
+        accepted, state = worker._fail_job(
+            process, mode="error", delay=0.05, retries=2, error=f"ValueError: no {attempt}"
+        )
+        assert accepted
+        if attempt < 3:
+            assert state == "r"
+            info = producer.get_job("q", ref.id)
+            assert info is not None and info.state == "retrying" and info.due is not None
+            assert take(worker) == []  # not due yet: never early
+            due = info.due
+            wait_until(lambda due=due: producer.server_time() >= due, timeout=2)
+        else:
+            assert state == "x"
+    info = producer.get_job("q", ref.id)
+    assert info is not None and (info.state, info.attempts, info.error) == (
+        "failed",
+        3,
+        "ValueError: no 3",
+    )
+    with pytest.raises(worqr.JobFailedError, match="no 3") as caught:
+        producer.result("q", ref.id, timeout=0)
+    assert caught.value.error == "ValueError: no 3"
+    assert producer.count_jobs("q") == counts(failed=1)
+    failed, _ = producer.get_jobs("q", "failed")
+    assert [job.id for job in failed] == [ref.id]
+    assert producer.count_failed("q") == 1 and producer.get_failed("q") == ["flaky"]
+
+
+def test_fail_now_ignores_retries(make: Make) -> None:
+    producer, worker = make(), make(start=True)
+    ref = producer.submit("q", "bad", retries=5)
+    [process] = take(worker)
+    assert worker._fail_job(process, mode="fail", delay=0, retries=5, error="Fail: bad") == (
+        True,
+        "x",
+    )
+    assert producer.get_job("q", ref.id).state == "failed"  # type: ignore[union-attr]
+
+
+def test_cancel_reaches_every_live_state(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    producer, worker = make(), make(start=True)
+    queued = producer.submit("q", "queued")
+    prioritised = producer.submit("q", "prio", priority=3)
+    delayed = producer.submit("q", "delayed", delay=60)
+    active = producer.submit("q", "active", priority=9)
+    [process] = take(worker, count=1)
+    assert process.job_id == active.id
+    for ref in (queued, prioritised, delayed, active):
+        assert producer.cancel_job("q", ref.id)
+        assert producer.get_job("q", ref.id).state == "cancelled"  # type: ignore[union-attr]
+        assert not producer.cancel_job("q", ref.id)  # terminal now
+    assert not producer.cancel_job("q", "unknown")
+    assert not finish(worker, process)  # its process is gone: fenced
+    assert take(worker) == []  # the queued entry is a tombstone that takes skip
+    assert producer.count_jobs("q") == counts(cancelled=4)
+    with pytest.raises(worqr.JobCancelledError):
+        producer.result("q", queued.id, timeout=0)
+    keys = MeshKeys(prefix).queue("q")
+    assert redis_client.zcard(keys.job_delayed) == 0 and redis_client.hlen(keys.processes) == 0
+
+
+def test_retry_job_gives_a_new_life_and_respects_the_unique_marker(make: Make) -> None:
+    producer, worker = make(), make(start=True)
+    ref = producer.submit("q", "same", unique=True, retries=0)
+    [process] = take(worker)
+    worker._fail_job(process, mode="error", delay=0, retries=0, error="E: x")
+    other = producer.submit("q", "same", unique=True)  # the marker was released
+    assert not other.duplicate
+    assert not producer.retry_job("q", ref.id)  # the other live job holds the marker
+    assert producer.cancel_job("q", other.id)
+    assert producer.retry_job("q", ref.id)
+    info = producer.get_job("q", ref.id)
+    assert info is not None and (info.state, info.attempts, info.error) == ("queued", 1, "E: x")
+    assert producer.submit("q", "same", unique=True) == worqr.JobRef("q", ref.id, duplicate=True)
+    [again] = take(worker)
+    assert again.attempt == 2 and again.failures == 0  # attempts kept, failures reset
+    assert finish(worker, again)
+    assert producer.get_job("q", ref.id).error is None  # type: ignore[union-attr]  # cleared
+    assert not producer.retry_job("q", ref.id)  # finished: nothing to retry
+    assert producer.count_jobs("q") == counts(finished=1, cancelled=1)
+
+
+def test_requeue_and_purge_failed_jobs(make: Make) -> None:
+    producer, worker = make(), make(start=True)
+    refs = producer.submit_many("q", ["a", "b", "c"], retries=0)
+    for process in take(worker):
+        worker._fail_job(process, mode="error", delay=0, retries=0, error="E")
+    assert producer.count_failed("q") == 3
+    assert producer.requeue_failed("q") == 3
+    assert producer.count_jobs("q") == counts(queued=3)
+    for process in take(worker):
+        worker._fail_job(process, mode="fail", delay=0, retries=0, error="E")
+    assert producer.purge_failed("q") == 3
+    assert producer.count_jobs("q") == counts()
+    assert all(producer.get_job("q", ref.id) is None for ref in refs)
+
+
+def test_result_waits_for_the_end_without_polling(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    """poll_interval is 30 s here: only the done message can end the wait soon."""
+    producer, worker = make(poll_interval=30.0), make(start=True)
+    ref = producer.submit("q", "slow")
+    [process] = take(worker)
+    got: list[object] = []
+    waiter = threading.Thread(target=lambda: got.append(producer.result("q", ref.id, timeout=20)))
+    waiter.start()
+    record = MeshKeys(prefix).queue("q").jobs
+    wait_until(lambda: json.loads(redis_client.hget(record, ref.id) or "{}").get("w"))  # watched
+    started = time.monotonic()
+    assert finish(worker, process, "s", b"done")
+    waiter.join(timeout=20)
+    assert got == ["done"] and time.monotonic() - started < 1.0
+
+
+def test_result_times_out_and_reads_once_with_timeout_zero(make: Make) -> None:
+    producer = make()
+    ref = producer.submit("q", "never taken")
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="still queued"):
+        producer.result("q", ref.id, timeout=0.3)
+    assert 0.25 < time.monotonic() - started < 3
+    with pytest.raises(TimeoutError):
+        producer.result("q", ref.id, timeout=0)
+    with pytest.raises(worqr.JobNotFoundError):
+        producer.result("q", "unknown", timeout=5)
+    with pytest.raises(ValueError, match="timeout"):
+        producer.result("q", ref.id, timeout=-1)
+
+
+def test_async_result_waits_too(make: Make, redis_url: str, prefix: str) -> None:
+    import asyncio
+
+    worker = make(start=True)
+
+    async def main() -> None:
+        async with worqr.AsyncWorqr(redis_url, prefix=prefix) as producer:
+            ref = await producer.submit("q", "async")
+            waiting = asyncio.create_task(producer.result("q", ref.id, timeout=10))
+            await asyncio.sleep(0.1)
+            [process] = await asyncio.to_thread(take, worker)
+            await asyncio.to_thread(finish, worker, process, "b", b"\x00")
+            assert await waiting == b"\x00"
+
+    asyncio.run(main())
+
+
+def test_get_jobs_pages_through_each_state(make: Make) -> None:
+    producer, worker = make(), make(start=True)
+    refs = producer.submit_many("q", [f"j{i}" for i in range(12)])
+    producer.cancel_job("q", refs[3].id)  # a tombstone in the list
+    seen: list[str | bytes | None] = []
+    cursor = None
+    while True:
+        page, cursor = producer.get_jobs("q", "queued", limit=5, cursor=cursor)
+        seen += [job.payload for job in page]
+        if cursor is None:
+            break
+    assert seen == [f"j{i}" for i in range(12) if i != 3]
+    cancelled, _ = producer.get_jobs("q", "cancelled")
+    assert [job.id for job in cancelled] == [refs[3].id]
+    active = take(worker, count=4)
+    page, cursor = producer.get_jobs("q", "active", limit=100)
+    assert sorted(job.payload for job in page) == sorted(p.task for p in active)  # type: ignore[type-var]
+    for process in active:
+        finish(worker, process)
+    finished, _ = producer.get_jobs("q", "finished")
+    assert len(finished) == 4 and all(job.result == "ok" for job in finished)
+    with pytest.raises(ValueError, match="cursor"):
+        producer.get_jobs("q", "queued", cursor="nonsense")
+
+
+def test_retention_is_logical_and_bounded(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    settings = worqr.JobSettings(result_ttl=0, min_retention=0.2, max_retained=5, purge_budget=50)
+    producer, worker = make(jobs=settings), make(start=True, jobs=settings)
+    refs = producer.submit_many("q", [f"j{i}" for i in range(10)])
+    for process in take(worker):
+        finish(worker, process)
+    assert producer.count_jobs("q")["finished"] == 10  # min_retention keeps them a moment
+    wait_until(lambda: producer.count_jobs("q")["finished"] == 0, timeout=3)
+    assert all(producer.get_job("q", ref.id) is None for ref in refs)  # gone for every read
+    take(worker)  # a take purges what expired
+    keys = MeshKeys(prefix).queue("q")
+    assert redis_client.hlen(keys.jobs) == 0 and redis_client.hlen(keys.job_data) == 0
+    # The cap: past max_retained terminal records, the oldest go (once min_retention passed).
+    capped = make(jobs=worqr.JobSettings(max_retained=5, min_retention=0.1, purge_budget=50))
+    capped_worker = make(start=True, jobs=capped.settings.jobs)
+    capped.submit_many("c", [f"c{i}" for i in range(12)])
+    for process in take(capped_worker, "c", 12):
+        finish(capped_worker, process)
+    finished, _ = capped.get_jobs("c", "finished", limit=100)
+    last = max(job.ended or 0.0 for job in finished)
+    wait_until(lambda: capped.server_time() > last + 0.1)  # past min_retention: the cap may purge
+    take(capped_worker, "c")
+    assert redis_client.zcard(MeshKeys(prefix).queue("c").job_finished) == 5
+    assert capped.count_jobs("c")["finished"] == 5
+    assert capped.get_stats("c")["purged_by_cap"] == 7

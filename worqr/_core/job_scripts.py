@@ -1,0 +1,220 @@
+"""One builder per Lua script of the job layer (``worqr/lua/job_*.lua``), as
+`scripts` holds them for the core's. Every job script takes the queue's job
+keys first (`QueueKeys.job_keys`), then its own; ``policy`` is the JSON of
+`JobSettings.policy` (retention and budgets, in ms).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._keys import QueueKeys
+from .calls import Call
+from .scripts import RequeueMode
+
+SubmitItem = tuple[str, str, bytes, str]
+"""One job of a `job_submit` call: id, nonce, payload, options JSON."""
+
+Finish = tuple[str, str, str, bytes]
+"""One finish carried by `job_take`: pid, entry (id#life), result type (s, b, n), result."""
+
+
+def job_kind(keys: QueueKeys) -> Call:
+    return Call("job_kind", (keys.config, keys.tasks, keys.processes), ())
+
+
+def job_submit(keys: QueueKeys, jobs: Sequence[SubmitItem], *, publish: str, policy: str) -> Call:
+    # Resend-safe: each job is keyed by its id and the call's nonce.
+    return Call(
+        "job_submit",
+        (
+            *keys.job_keys,
+            keys.processes,
+            keys.members,
+            keys.idle,
+            keys.config,
+            keys.stats,
+        ),
+        (keys.wake_prefix, publish, policy, *(field for job in jobs for field in job)),
+    )
+
+
+def job_take(
+    keys: QueueKeys,
+    worker: str,
+    pid_prefix: str,
+    *,
+    count: int,
+    publish: str,
+    policy: str,
+    finishes: Sequence[Finish],
+) -> Call:
+    return Call(
+        "job_take",
+        (
+            *keys.job_keys,
+            keys.processes,
+            keys.owned(worker),
+            keys.members,
+            keys.idle,
+            keys.seq,
+            keys.config,
+            keys.stats,
+        ),
+        (
+            worker,
+            pid_prefix,
+            count,
+            keys.wake_prefix,
+            publish,
+            keys.notify,
+            policy,
+            *(field for finish in finishes for field in finish),
+        ),
+    )
+
+
+def job_fail(
+    keys: QueueKeys,
+    worker: str,
+    pid: str,
+    entry: str,
+    *,
+    mode: str,
+    delay_ms: int,
+    retries: int,
+    error_text: str,
+    publish: str,
+    policy: str,
+) -> Call:
+    return Call(
+        "job_fail",
+        (
+            *keys.job_keys,
+            keys.processes,
+            keys.owned(worker),
+            keys.members,
+            keys.idle,
+            keys.stats,
+        ),
+        (
+            pid,
+            entry,
+            mode,
+            delay_ms,
+            retries,
+            error_text,
+            keys.wake_prefix,
+            publish,
+            keys.notify,
+            policy,
+        ),
+    )
+
+
+def job_stop(keys: QueueKeys, worker: str, pid: str, *, publish: str) -> Call:
+    return Call(
+        "job_stop",
+        (*keys.job_keys, keys.processes, keys.owned(worker), keys.idle, keys.stats),
+        (pid, keys.wake_prefix, publish),
+    )
+
+
+def job_requeue_owned(
+    keys: QueueKeys,
+    worker: str,
+    *,
+    mode: RequeueMode,
+    chunk: int,
+    max_recoveries: int,
+    publish: str,
+    policy: str,
+) -> Call:
+    return Call(
+        "job_requeue_owned",
+        (
+            *keys.job_keys,
+            keys.processes,
+            keys.owned(worker),
+            keys.members,
+            keys.idle,
+            keys.config,
+            keys.stats,
+        ),
+        (worker, mode, chunk, max_recoveries, keys.wake_prefix, publish, keys.notify, policy),
+    )
+
+
+def job_cancel(keys: QueueKeys, id: str, nonce: str, *, publish: str, policy: str) -> Call:
+    return Call(
+        "job_cancel",
+        (*keys.job_keys, keys.processes, keys.stats),
+        (id, nonce, keys.events, publish, keys.notify, policy),
+    )
+
+
+def job_cancel_payload(keys: QueueKeys, payload: bytes, *, publish: str, policy: str) -> Call:
+    return Call(
+        "job_cancel_payload",
+        (*keys.job_keys, keys.processes, keys.stats),
+        (payload, keys.events, publish, keys.notify, policy),
+    )
+
+
+def job_retry(keys: QueueKeys, id: str, nonce: str, *, publish: str) -> Call:
+    return Call(
+        "job_retry",
+        (*keys.job_keys, keys.idle, keys.stats),
+        (id, nonce, keys.wake_prefix, publish),
+    )
+
+
+def job_redrive(keys: QueueKeys, *, count: int, skip: int, publish: str) -> Call:
+    return Call(
+        "job_redrive",
+        (*keys.job_keys, keys.idle, keys.stats),
+        (count, skip, keys.wake_prefix, publish),
+    )
+
+
+def job_watch(keys: QueueKeys, id: str, *, watch: bool, with_payload: bool) -> Call:
+    return Call(
+        "job_watch",
+        (keys.jobs, keys.job_data, keys.job_result, keys.job_progress),
+        (id, "1" if watch else "0", "1" if with_payload else "0"),
+    )
+
+
+def job_counts(keys: QueueKeys) -> Call:
+    return Call(
+        "job_counts",
+        (
+            keys.job_counts,
+            keys.job_finished,
+            keys.job_failed,
+            keys.job_cancelled,
+            keys.job_delayed,
+            keys.job_retrying,
+        ),
+        (),
+    )
+
+
+def job_promote(keys: QueueKeys, *, publish: str, policy: str) -> Call:
+    return Call(
+        "job_promote",
+        (*keys.job_keys, keys.members, keys.idle, keys.stats),
+        (keys.wake_prefix, publish, policy),
+    )
+
+
+def job_progress(keys: QueueKeys, pid: str, entry: str, value: bytes, *, publish: str) -> Call:
+    return Call(
+        "job_progress",
+        (keys.jobs, keys.job_progress, keys.processes),
+        (pid, entry, value, keys.notify, publish),
+    )
+
+
+def job_purge_failed(keys: QueueKeys, *, count: int) -> Call:
+    return Call("job_purge_failed", (*keys.job_keys, keys.stats), (count,))

@@ -1,0 +1,253 @@
+"""Plans that read and act on jobs by id: `get_job`, `result` (waiting for the
+end without polling), `cancel_job`, `retry_job`, `count_jobs`, `get_jobs`,
+`server_time`."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+from .._errors import JobCancelledError, JobFailedError, JobNotFoundError
+from .._jobs import (
+    STATE_CODES,
+    STATES,
+    TERMINAL,
+    JobInfo,
+    decode_result,
+    job_info,
+    validate_job_id,
+)
+from .._keys import QueueKeys
+from . import job_scripts
+from .base import CoreBase, text
+from .calls import Listen, Plan, Subscribe, Wait, command
+
+MAX_PAGE = 1000
+QUEUED_SEGMENTS = ("hi", "list", "lo")  # priority > 0, priority 0, priority < 0
+
+
+def _state_of(state: object) -> str:
+    if state not in STATES:
+        raise ValueError(f"unknown job state {state!r}; one of {', '.join(STATES)}")
+    return str(state)
+
+
+class JobReads(CoreBase):
+    def get_job(self, queue: str, id: str) -> Plan[JobInfo | None]:
+        keys = self.queue_keys(queue)
+        validate_job_id(id)
+        reply = yield job_scripts.job_watch(keys, id, watch=False, with_payload=True)
+        if reply is None:
+            return None
+        raw, payload, result, progress, _ = reply
+        return job_info(
+            queue,
+            id,
+            json.loads(raw),
+            payload=payload or None,
+            result=result or None,
+            progress=progress or None,
+            decode=self.settings.decode_tasks,
+        )
+
+    def result(self, queue: str, id: str, timeout: float | None = None) -> Plan[str | bytes | None]:
+        """The job's result once it is finished: waits (without polling Redis)
+        until it ends or ``timeout`` seconds pass (None: no limit; 0: read once)."""
+        keys = self.queue_keys(queue)
+        validate_job_id(id)
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0
+        ):
+            raise ValueError(f"timeout must be None or a number >= 0, got {timeout!r}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        waiter = None
+        if timeout != 0:
+            # Listen before the first read: an end between the read and the wait
+            # still wakes us. Pub/sub is a hint: every wait ends by poll_interval.
+            yield from self.watch_notify(queue, keys)
+            waiter = yield Listen(("done", queue, id))
+        while True:
+            reply = yield job_scripts.job_watch(
+                keys, id, watch=waiter is not None, with_payload=False
+            )
+            if reply is None:
+                raise JobNotFoundError(f"no job {id!r} on queue {queue!r} (or it was purged)")
+            record = json.loads(reply[0])
+            state = STATE_CODES[record["s"]]
+            if state == "finished":
+                return decode_result(record.get("y"), reply[2] or None)
+            if state == "failed":
+                error = record.get("E")
+                raise JobFailedError(f"job {id!r} on queue {queue!r} failed: {error}", error=error)
+            if state == "cancelled":
+                raise JobCancelledError(f"job {id!r} on queue {queue!r} was cancelled")
+            left = None if deadline is None else deadline - time.monotonic()
+            if waiter is None or (left is not None and left <= 0):
+                raise TimeoutError(
+                    f"job {id!r} on queue {queue!r} is still {state} after {timeout:g} s"
+                )
+            wait = (
+                self.settings.poll_interval
+                if left is None
+                else min(left, self.settings.poll_interval)
+            )
+            yield Wait(waiter, wait)
+
+    def watch_notify(self, queue: str, keys: QueueKeys) -> Plan[None]:
+        """Listen on the queue's notify channel (once per client and queue)."""
+        if keys.notify not in self._channels:
+            yield from self.publish_command()  # subscribe the way scripts will publish
+            self._channels[keys.notify] = (queue, "notify")
+            yield Subscribe(add=(keys.notify,))
+
+    def cancel_job(self, queue: str, id: str) -> Plan[bool]:
+        keys = self.queue_keys(queue)
+        validate_job_id(id)
+        publish = self.publish or (yield from self.publish_command())
+        nonce = uuid.uuid4().hex[:16]  # a resend answers True, as the first call did
+        cancelled, _ = yield job_scripts.job_cancel(
+            keys, id, nonce, publish=publish, policy=self.settings.jobs.policy
+        )
+        return int(cancelled) == 1
+
+    def retry_job(self, queue: str, id: str) -> Plan[bool]:
+        keys = self.queue_keys(queue)
+        validate_job_id(id)
+        publish = self.publish or (yield from self.publish_command())
+        retried, _ = yield job_scripts.job_retry(keys, id, uuid.uuid4().hex[:16], publish=publish)
+        return int(retried) == 1
+
+    def count_jobs(self, queue: str) -> Plan[dict[str, int]]:
+        counts = yield from self.job_counts(queue)
+        counts.pop("overdue", None)
+        return counts
+
+    def job_counts(self, queue: str) -> Plan[dict[str, int]]:
+        """Jobs per state (all seven, zeros included), and "overdue": delayed and
+        retrying jobs already due but not yet promoted."""
+        reply = yield job_scripts.job_counts(self.queue_keys(queue))
+        counts: dict[str, int] = dict.fromkeys(STATES, 0)
+        for i in range(0, len(reply), 2):
+            counts[text(reply[i])] = max(0, int(reply[i + 1]))
+        return counts
+
+    def server_time(self) -> Plan[float]:
+        seconds, micros = yield command("TIME")
+        return int(seconds) + int(micros) / 1_000_000
+
+    def get_jobs(
+        self, queue: str, state: str, *, limit: int = 100, cursor: str | None = None
+    ) -> Plan[tuple[list[JobInfo], str | None]]:
+        """One page of the jobs in ``state``: queued in run order, delayed and
+        retrying by due time, active unordered, terminal latest first. A page may
+        be short; iteration ends when the cursor comes back None."""
+        keys = self.queue_keys(queue)
+        _state_of(state)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise ValueError(f"limit must be an int from 1 to {MAX_PAGE}, got {limit!r}")
+        if cursor is not None and not isinstance(cursor, str):
+            raise TypeError(f"cursor must be a str from get_jobs, not {type(cursor).__name__}")
+        now_ms = round((yield from self.server_time()) * 1000)
+        if state == "queued":
+            entries, after = yield from self._queued_page(keys, limit, cursor)
+        elif state in ("delayed", "retrying"):
+            zset = keys.job_delayed if state == "delayed" else keys.job_retrying
+            offset = _offset(cursor)
+            found = yield command("ZRANGE", zset, offset, offset + limit - 1)
+            entries = [text(entry) for entry in found]
+            after = str(offset + limit) if len(found) == limit else None
+        elif state == "active":
+            position, found = yield command("HSCAN", keys.processes, cursor or "0", "COUNT", limit)
+            values = found.values() if isinstance(found, dict) else found[1::2]
+            entries = [text(entry) for entry in values]
+            after = None if int(position) == 0 else str(int(position))
+        else:
+            zset = {"finished": keys.job_finished, "failed": keys.job_failed}.get(
+                state, keys.job_cancelled
+            )
+            offset = _offset(cursor)
+            found = yield command(
+                "ZREVRANGEBYSCORE", zset, "+inf", f"({now_ms}", "LIMIT", offset, limit
+            )
+            entries = [text(id) for id in found]  # ids: a terminal job has no live entry
+            after = str(offset + limit) if len(found) == limit else None
+        jobs = yield from self._read_jobs(queue, keys, entries, state, now_ms)
+        return jobs, after
+
+    def _queued_page(
+        self, keys: QueueKeys, limit: int, cursor: str | None
+    ) -> Plan[tuple[list[str], str | None]]:
+        segment, _, offset_text = (cursor or "hi:0").partition(":")
+        if segment not in QUEUED_SEGMENTS or not offset_text.isdigit():
+            raise ValueError(f"not a cursor of queued jobs: {cursor!r}")
+        offset, entries = int(offset_text), list[str]()
+        while len(entries) < limit:
+            want = limit - len(entries)
+            if segment == "hi":
+                found = yield command(
+                    "ZRANGEBYSCORE", keys.job_prio, "-inf", "(0", "LIMIT", offset, want
+                )
+            elif segment == "lo":
+                found = yield command(
+                    "ZRANGEBYSCORE", keys.job_prio, "0", "+inf", "LIMIT", offset, want
+                )
+            else:  # the list's front is its right end
+                found = yield command("LRANGE", keys.tasks, -(offset + want), -(offset + 1))
+                found = list(reversed(found))
+            entries += [text(entry) for entry in found]
+            if len(found) == want:
+                offset += want
+                break
+            following = QUEUED_SEGMENTS.index(segment) + 1
+            if following == len(QUEUED_SEGMENTS):
+                return entries, None
+            segment, offset = QUEUED_SEGMENTS[following], 0
+        return entries, f"{segment}:{offset}"
+
+    def _read_jobs(
+        self, queue: str, keys: QueueKeys, entries: list[str], state: str, now_ms: int
+    ) -> Plan[list[JobInfo]]:
+        """The jobs of ``entries`` (`id#life`, or ids) still in ``state``."""
+        if not entries:
+            return []
+        if state in TERMINAL:  # ids
+            wanted = [(entry, "", "") for entry in entries]
+        else:  # id#life: the life tells a live entry from a stale one
+            wanted = [entry.rpartition("#") for entry in entries]
+        ids = [id for id, _, _ in wanted]
+        records = yield command("HMGET", keys.jobs, *ids)
+        payloads = yield command("HMGET", keys.job_data, *ids)
+        results = yield command("HMGET", keys.job_result, *ids)
+        progress = yield command("HMGET", keys.job_progress, *ids)
+        jobs = []
+        for (id, _, life), raw, payload, result, value in zip(
+            wanted, records, payloads, results, progress, strict=True
+        ):
+            if raw is None:
+                continue
+            record = json.loads(raw)
+            if STATE_CODES[record["s"]] != state or (life and str(record["l"]) != life):
+                continue  # a tombstone, an older life, or it moved on meanwhile
+            if record.get("X") is not None and record["X"] <= now_ms:
+                continue  # past its purge time
+            jobs.append(
+                job_info(
+                    queue,
+                    id,
+                    record,
+                    payload=payload,
+                    result=result,
+                    progress=value,
+                    decode=self.settings.decode_tasks,
+                )
+            )
+        return jobs
+
+
+def _offset(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise ValueError(f"not a cursor of this state: {cursor!r}")
+    return int(cursor)

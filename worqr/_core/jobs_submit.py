@@ -1,0 +1,158 @@
+"""Plans that create jobs: `submit` and `submit_many`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .._errors import WorqrError, WrongQueueKindError
+from .._jobs import JobRef, check_backoff, ms, new_job_id, validate_job_id
+from . import job_scripts
+from .calls import Plan, command
+from .job_scripts import SubmitItem
+from .produce import Producing
+
+MAX_PRIORITY = 1_000_000
+
+
+def _optional_number(name: str, value: object, *, positive: bool = False) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ValueError(
+            f"{name} must be a finite number {'>' if positive else '>='} 0, got {value!r}"
+        )
+    return float(value)
+
+
+def job_options(
+    *,
+    delay: object = None,
+    at: object = None,
+    priority: object = 0,
+    unique: object = False,
+    retries: object = None,
+    backoff: object = None,
+    timeout: object = None,
+    result_ttl: object = None,
+) -> dict[str, Any]:
+    """The options of `submit`, checked, as the record's short keys (without the
+    unique marker, which depends on each payload). Raises before anything is sent."""
+    if delay is not None and at is not None:
+        raise ValueError("give delay or at, not both")
+    options: dict[str, Any] = {}
+    seconds = _optional_number("delay", delay)
+    if seconds:
+        options["d"] = ms(seconds)
+    if at is not None:
+        if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+            raise TypeError(f"at must be epoch seconds (a finite number), not {at!r}")
+        options["A"] = max(0, round(at * 1000))
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise TypeError(f"priority must be an int, not {type(priority).__name__}")
+    if not -MAX_PRIORITY <= priority <= MAX_PRIORITY:
+        raise ValueError(f"priority must be between -{MAX_PRIORITY:,} and {MAX_PRIORITY:,}")
+    if priority:
+        options["P"] = priority
+    if not isinstance(unique, bool):
+        raise TypeError(f"unique must be True or False, not {type(unique).__name__}")
+    if retries is not None:
+        if isinstance(retries, bool) or not isinstance(retries, int):
+            raise TypeError(f"retries must be an int, not {type(retries).__name__}")
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, got {retries}")
+        options["R"] = retries
+    if backoff is not None:
+        checked = check_backoff(backoff)
+        options["B"] = checked if isinstance(checked, float) else checked.as_wire()
+    limit = _optional_number("timeout", timeout, positive=True)
+    if limit is not None:
+        options["T"] = ms(limit)
+    ttl = _optional_number("result_ttl", result_ttl)
+    if ttl is not None:
+        options["k"] = ms(ttl)
+    return options
+
+
+def _chunks(items: list[SubmitItem], size: int) -> Iterator[list[SubmitItem]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class JobProducing(Producing):
+    def submit_many(
+        self,
+        queue: str,
+        payloads: Iterable[object],
+        *,
+        ids: Iterable[str | None] | None = None,
+        unique: bool = False,
+        **options: Any,
+    ) -> Plan[list[JobRef]]:
+        """Create jobs in calls of at most `JobSettings.submit_chunk`; each call is
+        atomic and resend-safe, the calls are not atomic together."""
+        keys = self.queue_keys(queue)
+        if isinstance(payloads, str | bytes):
+            raise TypeError("submit_many takes an iterable of payloads, not one payload")
+        data = [self.encode_task(payload) for payload in payloads]  # all checked first
+        wanted = [None] * len(data) if ids is None else list(ids)
+        if len(wanted) != len(data):
+            raise ValueError("give one id (or None) per payload")
+        recorded = job_options(unique=unique, **options)
+        items: list[SubmitItem] = []
+        for payload, id in zip(data, wanted, strict=True):
+            own = dict(recorded)
+            if unique:
+                own["u"] = hashlib.sha256(payload).hexdigest()
+            job_id = new_job_id() if id is None else validate_job_id(id)
+            nonce = uuid.uuid4().hex[:16]
+            items.append((job_id, nonce, payload, json.dumps(own, separators=(",", ":"))))
+        if not items:
+            return []
+        yield from self.register_job_queue(queue)
+        publish = self.publish or (yield from self.publish_command())
+        policy = self.settings.jobs.policy
+        refs: list[JobRef] = []
+        for chunk in _chunks(items, self.settings.jobs.submit_chunk):
+            call = job_scripts.job_submit(keys, chunk, publish=publish, policy=policy)
+            try:
+                reply = yield from self.replicated(
+                    call,
+                    len(chunk),
+                    len(refs),
+                    len(items),
+                    what="job(s)",
+                    verb="submitted",
+                    again="submitting them again with the same ids creates nothing twice",
+                )
+            except WrongQueueKindError as error:
+                raise WrongQueueKindError(
+                    f"queue {queue!r}: {error}", queue_kind=error.queue_kind
+                ) from None
+            except Exception as error:
+                if not refs:
+                    raise
+                raise WorqrError(
+                    f"{len(refs)} of {len(items)} jobs were submitted, the rest were not: {error}"
+                ) from error
+            for id, created, _state in reply:
+                refs.append(JobRef(queue, _text(id), duplicate=int(created) == 0))
+        self._kinds[queue] = "jobs"
+        return refs
+
+    def register_job_queue(self, queue: str) -> Plan[None]:
+        """Add ``queue`` to the mesh's registries of queues and job queues, at
+        most once per `REGISTRY_REFRESH` (as `register_queue`)."""
+        if self._kinds.get(queue) != "jobs" or queue not in self._registered:
+            yield command("SADD", self.mesh.jobqueues, queue)
+        yield from self.register_queue(queue)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value

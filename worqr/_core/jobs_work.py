@@ -1,0 +1,213 @@
+"""Plans a worker runs on job queues: take (carrying finishes and their
+results), fail, stop, progress, promote; and the job queues' side of
+dead-letter management."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .._errors import WrongQueueKindError
+from .._jobs import Backoff, JobProcess
+from .._process import decode_task
+from . import job_scripts
+from .base import text
+from .calls import Plan, command
+from .job_scripts import Finish
+from .lua import NotMemberError
+from .processes import COMPLETE_BATCH, DEQUEUE_CHUNK, Processes
+
+JobFinish = tuple[JobProcess, str, bytes]
+"""A finish the worker carries: the process, the result type (s, b, n), the result."""
+
+REDRIVE_CHUNK = 200  # failed jobs given a new life per script call
+
+
+class JobWork(Processes):
+    def mark_job_queue(self, queue: str) -> Plan[None]:
+        """Make ``queue`` a job queue (a worker with a job handler joins it);
+        `WrongQueueKindError` when it holds tasks."""
+        try:
+            yield job_scripts.job_kind(self.queue_keys(queue))
+        except WrongQueueKindError as error:
+            raise WrongQueueKindError(
+                f"queue {queue!r}: {error}", queue_kind=error.queue_kind
+            ) from None
+        self._kinds[queue] = "jobs"
+        yield command("SADD", self.mesh.jobqueues, queue)
+
+    def take_jobs(
+        self, queue: str, finished: Sequence[JobFinish], count: int
+    ) -> Plan[tuple[list[bool], list[JobProcess], bool]]:
+        """Finish ``finished`` (storing each result) and take up to ``count`` jobs,
+        in one script call when they all belong to this worker's current id.
+        Returns a flag per finish (False: fenced), the jobs taken, and whether
+        the take stopped early with jobs maybe left (call again)."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"count must be a non-negative integer, got {count!r}")
+        keys = self.queue_keys(queue)
+        worker = self.require_worker()
+        accepted = [False] * len(finished)
+        mine: list[int] = []
+        for i, (process, _, _) in enumerate(finished):
+            if process.worker_id == worker and process.queue == queue:
+                mine.append(i)
+            else:  # our former id (its processes are peers' now): alone, no take
+                accepted[i] = yield from self._finish_as(process.worker_id, [finished[i]])
+        if count and queue not in self.working:
+            yield from self.start_work(queue)
+        publish = self.publish or (yield from self.publish_command())
+        policy = self.settings.jobs.policy
+        taken: list[JobProcess] = []
+        more = False
+        for start in range(0, max(1, len(mine)), COMPLETE_BATCH):
+            chunk = mine[start : start + COMPLETE_BATCH]
+            take = min(count, DEQUEUE_CHUNK) if start == 0 else 0
+            if not chunk and not take:
+                break
+            pid_prefix = self._new_prefix(worker) if take else ""
+            try:
+                try:
+                    flags, reply, stopped = yield job_scripts.job_take(
+                        keys,
+                        worker,
+                        pid_prefix,
+                        count=take,
+                        publish=publish,
+                        policy=policy,
+                        finishes=[_finish(finished[i]) for i in chunk],
+                    )
+                except NotMemberError:
+                    self.working.discard(queue)  # rejoin on the next call
+                    raise
+                for i, flag in zip(chunk, flags, strict=True):
+                    self._owned.pop(finished[i][0].id, None)
+                    accepted[i] = int(flag) in (1, 2)
+                if take:
+                    taken = self._took_jobs(queue, worker, reply)
+                    more = int(stopped) == 1
+            finally:
+                self._dequeuing.discard(pid_prefix)
+        return accepted, taken, more
+
+    def _finish_as(self, worker: str, finishes: Sequence[JobFinish]) -> Plan[bool]:
+        process = finishes[0][0]
+        flags, _, _ = yield job_scripts.job_take(
+            self.queue_keys(process.queue),
+            worker,
+            "",
+            count=0,
+            publish=self.publish or (yield from self.publish_command()),
+            policy=self.settings.jobs.policy,
+            finishes=[_finish(finish) for finish in finishes],
+        )
+        self._owned.pop(process.id, None)
+        return int(flags[0]) in (1, 2)
+
+    def _took_jobs(self, queue: str, worker: str, reply: list[Any]) -> list[JobProcess]:
+        jobs = []
+        decode = self.settings.decode_tasks
+        for i in range(0, len(reply), 4):
+            pid, entry, data = text(reply[i]), text(reply[i + 1]), reply[i + 2]
+            meta = json.loads(reply[i + 3])
+            backoff = meta.get("B")
+            timeout = meta.get("T")
+            self._owned[pid] = (queue, worker)
+            jobs.append(
+                JobProcess(
+                    pid,
+                    queue,
+                    decode_task(data, decode),
+                    data,
+                    worker,
+                    job_id=entry.rpartition("#")[0],
+                    entry=entry,
+                    attempt=int(meta["a"]),
+                    failures=int(meta["f"]),
+                    recoveries=int(meta["r"]),
+                    waited=int(meta.get("d", 0)) / 1000,
+                    retries=meta.get("R"),
+                    backoff=None if backoff is None else Backoff.from_wire(backoff),
+                    timeout=None if timeout is None else int(timeout) / 1000,
+                )
+            )
+        return jobs
+
+    def fail_job(
+        self, process: JobProcess, *, mode: str, delay: float, retries: int, error: str
+    ) -> Plan[tuple[bool, str]]:
+        """Report a failed attempt (``mode`` "error": retried while failures <=
+        ``retries``, after ``delay`` seconds) or fail it now ("fail"). Returns
+        whether it was accepted (False: fenced) and the state, "r" or "x"."""
+        publish = self.publish or (yield from self.publish_command())
+        accepted, state = yield job_scripts.job_fail(
+            self.queue_keys(process.queue),
+            process.worker_id,
+            process.id,
+            process.entry,
+            mode=mode,
+            delay_ms=max(0, round(delay * 1000)),
+            retries=retries,
+            error_text=error,
+            publish=publish,
+            policy=self.settings.jobs.policy,
+        )
+        self._owned.pop(process.id, None)
+        return int(accepted) == 1, text(state)
+
+    def stop_job(self, process: str | JobProcess) -> Plan[bool]:
+        """Put a job back at the front of its priority, no counter charged."""
+        owner = self._owner(process)
+        if owner is None:
+            return False
+        pid, queue, worker = owner
+        publish = self.publish or (yield from self.publish_command())
+        reply = yield job_scripts.job_stop(self.mesh.queue(queue), worker, pid, publish=publish)
+        self._owned.pop(pid, None)
+        return bool(reply == 1)
+
+    def report_progress(self, process: JobProcess, value: bytes) -> Plan[bool]:
+        publish = self.publish or (yield from self.publish_command())
+        reply = yield job_scripts.job_progress(
+            self.queue_keys(process.queue), process.id, process.entry, value, publish=publish
+        )
+        return bool(reply == 1)
+
+    def promote_jobs(self, queue: str) -> Plan[int]:
+        """Make due jobs ready and wake idle members for them (the timer holder
+        with no free slot)."""
+        publish = self.publish or (yield from self.publish_command())
+        promoted, _ = yield job_scripts.job_promote(
+            self.queue_keys(queue), publish=publish, policy=self.settings.jobs.policy
+        )
+        return int(promoted)
+
+    # -- the failed jobs of a job queue (get_failed and friends dispatch here) ----
+
+    def redrive_jobs(self, queue: str) -> Plan[int]:
+        keys = self.queue_keys(queue)
+        publish = self.publish or (yield from self.publish_command())
+        moved_total = skip = 0
+        while True:
+            moved, skipped, remaining = yield job_scripts.job_redrive(
+                keys, count=REDRIVE_CHUNK, skip=skip, publish=publish
+            )
+            moved_total += int(moved)
+            skip += int(skipped)
+            if int(remaining) == 0 or int(moved) + int(skipped) == 0:
+                return moved_total
+
+    def purge_failed_jobs(self, queue: str) -> Plan[int]:
+        keys = self.queue_keys(queue)
+        dropped_total = 0
+        while True:
+            dropped, remaining = yield job_scripts.job_purge_failed(keys, count=REDRIVE_CHUNK)
+            dropped_total += int(dropped)
+            if int(remaining) == 0 or int(dropped) == 0:
+                return dropped_total
+
+
+def _finish(finish: JobFinish) -> Finish:
+    process, kind, result = finish
+    return process.id, process.entry, kind, result

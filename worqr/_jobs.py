@@ -1,0 +1,304 @@
+"""What the job layer hands out and takes in, without I/O: `JobRef`, `JobInfo`,
+`Backoff`, `JobSettings`, job ids, and reading a job's record."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._process import Process, decode_task
+
+JobState = Literal["delayed", "queued", "active", "retrying", "finished", "failed", "cancelled"]
+
+STATES: tuple[JobState, ...] = (
+    "delayed",
+    "queued",
+    "active",
+    "retrying",
+    "finished",
+    "failed",
+    "cancelled",
+)
+"""Every state, in lifecycle order."""
+
+STATE_CODES: dict[str, JobState] = {
+    "d": "delayed",
+    "q": "queued",
+    "a": "active",
+    "r": "retrying",
+    "f": "finished",
+    "x": "failed",
+    "c": "cancelled",
+}
+TERMINAL: frozenset[JobState] = frozenset({"finished", "failed", "cancelled"})
+
+MAX_ID_CHARS = 256
+MAX_ERROR_CHARS = 1024
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+_SEQUENCE = itertools.count()  # next() is atomic: ids of one process stay in order
+
+
+def new_job_id() -> str:
+    """26 Crockford base-32 characters, like a ULID: 48 bits of milliseconds,
+    16 bits of a per-process sequence, 64 random bits. Ids sort by creation
+    time (and, from one process, by creation); the client's clock only orders
+    ids, it decides nothing."""
+    millis = time.time_ns() // 1_000_000
+    value = millis << 80 | (next(_SEQUENCE) & 0xFFFF) << 64 | int.from_bytes(os.urandom(8), "big")
+    return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
+
+
+def validate_job_id(id: object) -> str:
+    if not isinstance(id, str):
+        raise TypeError(f"job id must be str, not {type(id).__name__}")
+    if not id or len(id) > MAX_ID_CHARS:
+        raise ValueError(f"job id must be 1 to {MAX_ID_CHARS} characters, got {len(id)}")
+    if any(ord(char) < 32 or ord(char) == 127 for char in id):
+        raise ValueError(f"job id {id!r} contains a control character")
+    return id
+
+
+def _number(name: str, value: object, *, minimum: float = 0.0, above: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
+    if not math.isfinite(value) or value < minimum or (above and value == minimum):
+        bound = f"> {minimum:g}" if above else f">= {minimum:g}"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+    return float(value)
+
+
+def _count(name: str, value: object, *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """The delay before a failed job's next attempt: ``min(max, base *
+    factor ** (failures - 1))``, less up to ``jitter`` of it at random ("equal
+    jitter" at 0.5: at least half the delay, never zero, so retries of many jobs
+    that failed together spread out instead of storming back together)."""
+
+    base: float = 1.0
+    factor: float = 2.0
+    max: float = 600.0
+    jitter: float = 0.5
+
+    def __post_init__(self) -> None:
+        _number("Backoff.base", self.base)
+        _number("Backoff.factor", self.factor, minimum=1.0)
+        _number("Backoff.max", self.max)
+        jitter = _number("Backoff.jitter", self.jitter)
+        if jitter > 1:
+            raise ValueError(f"Backoff.jitter must be between 0 and 1, got {self.jitter!r}")
+
+    def delay(self, failures: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait after the ``failures``-th failure (1-based)."""
+        exponent = max(0, failures - 1)
+        try:
+            raw = min(self.max, self.base * self.factor**exponent)
+        except OverflowError:
+            raw = self.max
+        return raw * (1.0 - self.jitter * (rng or random).random())
+
+    def as_wire(self) -> list[float]:
+        return [self.base, self.factor, self.max, self.jitter]
+
+    @classmethod
+    def from_wire(cls, value: Any) -> Backoff | float:
+        """A record's backoff: the four numbers, or fixed seconds."""
+        if isinstance(value, list) and len(value) == 4:
+            return cls(*(float(v) for v in value))
+        return float(value)
+
+
+def backoff_delay(backoff: Backoff | float, failures: int) -> float:
+    """Seconds before the next attempt: a `Backoff`, or fixed seconds (no jitter)."""
+    return backoff.delay(failures) if isinstance(backoff, Backoff) else float(backoff)
+
+
+@dataclass(frozen=True, slots=True)
+class JobSettings:
+    """How the job layer behaves: defaults for jobs, retention and budgets.
+
+    Attributes:
+        retries: handler failures retried per job (a job's own ``retries`` and
+            its handler's override it).
+        backoff: delay between them: a `Backoff`, or fixed seconds.
+        timeout: seconds a handler may run (None: no limit).
+        result_ttl, failure_ttl, cancelled_ttl: seconds finished, failed and
+            cancelled jobs are kept (their records, payloads, results).
+        max_retained: terminal jobs per queue past which the oldest to expire go
+            first (never one that ended less than ``min_retention`` ago).
+        min_retention: seconds every terminal job is kept at least, so a waiter
+            woken by its end can read it.
+        max_result_bytes: largest result a handler may return; a larger one fails
+            the job.
+        promote_chunk, purge_budget, skip_budget, submit_chunk: jobs promoted per
+            script call, least records purged per take, cancelled entries a take
+            skips at most, jobs per `submit_many` script call.
+        timer_grace: seconds the timer holder's key outlives its wake time.
+    """
+
+    retries: int = 3
+    backoff: Backoff | float = field(default_factory=Backoff)
+    timeout: float | None = None
+    result_ttl: float = 3600.0
+    failure_ttl: float = 7 * 24 * 3600.0
+    cancelled_ttl: float = 3600.0
+    max_retained: int = 100_000
+    min_retention: float = 10.0
+    max_result_bytes: int = 16 * 1024 * 1024
+    promote_chunk: int = 1000
+    purge_budget: int = 16
+    skip_budget: int = 1000
+    submit_chunk: int = 500
+    timer_grace: float = 1.0
+    policy: str = field(init=False, repr=False, compare=False)
+    """What scripts need of these settings, as their JSON argument (ms)."""
+
+    def __post_init__(self) -> None:
+        _count("retries", self.retries)
+        check_backoff(self.backoff)
+        if self.timeout is not None:
+            _number("timeout", self.timeout, above=True)
+        for name in ("result_ttl", "failure_ttl", "cancelled_ttl", "min_retention", "timer_grace"):
+            _number(name, getattr(self, name))
+        for name in (
+            "max_retained",
+            "max_result_bytes",
+            "promote_chunk",
+            "purge_budget",
+            "skip_budget",
+            "submit_chunk",
+        ):
+            _count(name, getattr(self, name), minimum=1)
+        policy = json.dumps(
+            {
+                "result_ttl": ms(self.result_ttl),
+                "failure_ttl": ms(self.failure_ttl),
+                "cancelled_ttl": ms(self.cancelled_ttl),
+                "min_retention": ms(self.min_retention),
+                "max_retained": self.max_retained,
+                "purge_budget": self.purge_budget,
+                "promote_chunk": self.promote_chunk,
+                "skip_budget": self.skip_budget,
+                "timer_grace": ms(self.timer_grace),
+            },
+            separators=(",", ":"),
+        )
+        object.__setattr__(self, "policy", policy)
+
+
+def check_backoff(backoff: object) -> Backoff | float:
+    if isinstance(backoff, Backoff):
+        return backoff
+    return _number("backoff", backoff)
+
+
+def ms(seconds: float) -> int:
+    return max(0, round(seconds * 1000))
+
+
+@dataclass(frozen=True, slots=True)
+class JobRef:
+    """What `submit` returns: the job's queue and id. ``duplicate``: a live job
+    with this id (or, with ``unique=True``, this payload) was found, and nothing
+    was created; ``id`` is then that job's."""
+
+    queue: str
+    id: str
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """A job as `get_job` and `get_jobs` read it. Times are Redis server seconds."""
+
+    id: str
+    queue: str
+    state: JobState
+    payload: str | bytes | None = field(repr=False)
+    attempts: int
+    result: str | bytes | None = field(repr=False)
+    error: str | None
+    created: float
+    started: float | None
+    ended: float | None
+    due: float | None
+    progress: str | bytes | None = field(repr=False)
+
+
+def _seconds(record: dict[str, Any], key: str) -> float | None:
+    value = record.get(key)
+    return None if value is None else float(value) / 1000
+
+
+def decode_result(kind: str | None, value: bytes | None) -> str | bytes | None:
+    """A stored result as the handler returned it: ``str``, ``bytes`` or None."""
+    if kind == "n" or value is None:
+        return None
+    return value.decode("utf-8", "surrogateescape") if kind == "s" else value
+
+
+def job_info(
+    queue: str,
+    id: str,
+    record: dict[str, Any],
+    *,
+    payload: bytes | None,
+    result: bytes | None,
+    progress: bytes | None,
+    decode: bool,
+) -> JobInfo:
+    """A `JobInfo` from a job's record (the JSON the scripts keep) and values."""
+    state = STATE_CODES[record["s"]]
+    return JobInfo(
+        id=id,
+        queue=queue,
+        state=state,
+        payload=None if payload is None else decode_task(payload, decode),
+        attempts=int(record.get("a", 0)),
+        result=decode_result(record.get("y"), result) if state == "finished" else None,
+        error=record.get("E"),
+        created=float(record["c"]) / 1000,
+        started=_seconds(record, "t"),
+        ended=_seconds(record, "e") if state in TERMINAL else None,
+        due=_seconds(record, "v") if state in ("delayed", "retrying") else None,
+        progress=None if progress is None else decode_task(progress, decode),
+    )
+
+
+def error_text(error: BaseException) -> str:
+    """``"<ExceptionType>: <message>"``, at most 1 KB: what a failed job keeps."""
+    message = " ".join(str(error).split())
+    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class JobProcess(Process):
+    """A job being worked on: its process (``id`` is the pid) and what its
+    handler runs with. ``entry`` is ``job_id#life``; ``waited`` the seconds from
+    when it was available (due) to its start, by Redis's clock."""
+
+    job_id: str
+    entry: str
+    attempt: int
+    failures: int
+    recoveries: int
+    waited: float
+    retries: int | None
+    backoff: Backoff | float | None
+    timeout: float | None

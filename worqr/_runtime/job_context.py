@@ -1,0 +1,75 @@
+"""What a running job handler can know about its job, report, and raise."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from .._errors import WorqrError
+from .._jobs import JobProcess
+
+MAX_PROGRESS_BYTES = 4096
+
+
+class Fail(Exception):
+    """Raise from a job handler: the job fails now, without a retry (its error
+    reads ``"Fail: <reason>"``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobContext:
+    """The job a handler is running (`worqr.current_job()`).
+
+    ``cancelled`` is set when the job is cancelled, runs past its timeout, or its
+    worker loses its lease or shuts down: a sync handler should check or wait on
+    it and return soon (an async one is cancelled too).
+    """
+
+    process: JobProcess = field(repr=False)
+    cancelled: threading.Event
+    report: Callable[[bytes], object] = field(repr=False)
+
+    @property
+    def id(self) -> str:
+        """The job's id."""
+        return self.process.job_id
+
+    @property
+    def queue(self) -> str:
+        return self.process.queue
+
+    @property
+    def attempt(self) -> int:
+        """This attempt's number, from 1 (every start counts, recoveries included)."""
+        return self.process.attempt
+
+    def progress(self, value: str | bytes) -> None:
+        """Report progress (at most 4 KB); the worker sends at most one value per
+        100 ms per job, and always the last before the job's outcome.
+        `get_job(...).progress` reads it. Thread-safe."""
+        if isinstance(value, str):
+            data = value.encode("utf-8")
+        elif isinstance(value, bytes | bytearray | memoryview):
+            data = bytes(value)
+        else:
+            raise TypeError(f"progress must be str or bytes, not {type(value).__name__}")
+        if len(data) > MAX_PROGRESS_BYTES:
+            raise ValueError(f"progress is {len(data)} bytes; the limit is {MAX_PROGRESS_BYTES}")
+        self.report(data)
+
+
+_current: ContextVar[JobContext] = ContextVar("worqr_job")
+
+
+def current_job() -> JobContext:
+    """The job of the job handler that calls it."""
+    try:
+        return _current.get()
+    except LookupError:
+        raise WorqrError("current_job() called outside a worqr job handler") from None
+
+
+def set_current_job(context: JobContext) -> None:
+    _current.set(context)

@@ -1,0 +1,92 @@
+"""Which handler runs each queue: `Worker.handler` (task queues) and
+`Worker.job` (job queues), kept apart from running them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+from .._core.jobs_submit import job_options
+from .._errors import WorqrError
+from .._jobs import Backoff, check_backoff
+from .._keys import validate_name
+from .running import Handler, HandlerSpec, is_async_handler
+
+H = TypeVar("H", bound=Handler)
+
+
+class HandlerRegistry:
+    """The handlers of a `Worker`, by queue; registered before it runs."""
+
+    _loop: asyncio.AbstractEventLoop | None
+
+    def __init__(self) -> None:
+        self._specs: dict[str, HandlerSpec] = {}
+
+    def handler(self, queue: str, *, persistent: bool = False) -> Callable[[H], H]:
+        """Register the function that runs the tasks of ``queue``: sync (run in the
+        thread pool) or async. It takes the task (str, or bytes if not UTF-8)."""
+        validate_name(queue)
+        if queue in self._specs:
+            raise ValueError(f"queue {queue!r} already has a handler")
+
+        def register(function: H) -> H:
+            if not callable(function):
+                raise TypeError("a handler must be callable")
+            if self._loop is not None:
+                raise WorqrError("register handlers before the worker runs")
+            spec = HandlerSpec(queue, function, persistent, is_async_handler(function))
+            self._specs[queue] = spec
+            return function
+
+        return register
+
+    def job(
+        self,
+        queue: str,
+        *,
+        retries: int | None = None,
+        backoff: Backoff | float | None = None,
+        timeout: float | None = None,
+    ) -> Callable[[H], H]:
+        """Register the function that runs the jobs of ``queue`` (a job queue):
+        sync (run on a handler thread) or async. It takes the payload (str, or
+        bytes if not UTF-8) and returns the job's result (str, bytes or None).
+        ``retries``, ``backoff``, ``timeout``: this handler's defaults (a job's
+        own options win; else `JobSettings`)."""
+        validate_name(queue)
+        if queue in self._specs:
+            raise ValueError(f"queue {queue!r} already has a handler")
+        options = job_options(retries=retries, backoff=backoff, timeout=timeout)
+
+        def register(function: H) -> H:
+            if not callable(function):
+                raise TypeError("a handler must be callable")
+            if self._loop is not None:
+                raise WorqrError("register handlers before the worker runs")
+            self._specs[queue] = HandlerSpec(
+                queue,
+                function,
+                persistent=False,
+                is_async=is_async_handler(function),
+                jobs=True,
+                retries=options.get("R"),
+                backoff=None if backoff is None else check_backoff(backoff),
+                timeout=None if timeout is None else float(timeout),
+            )
+            return function
+
+        return register
+
+    @property
+    def queues(self) -> list[str]:
+        return sorted(self._specs)
+
+    @property
+    def handlers(self) -> dict[str, Handler]:
+        return {queue: spec.function for queue, spec in self._specs.items()}
+
+    @property
+    def persistent_queues(self) -> list[str]:
+        return sorted(queue for queue, spec in self._specs.items() if spec.persistent)

@@ -1,0 +1,70 @@
+-- job_cancel_payload: cancel every live job of a queue whose payload is exactly
+--   the one given (the task queues' cancel by payload, on a job queue).
+-- Cost: O(jobs retained in the queue); not a hot-path operation.
+-- KEYS[1] tasks          list    ready entries at priority 0; the right end is the front
+-- KEYS[2] job_prio       zset    ready entries with a priority
+-- KEYS[3] job_seq        string  lives and priority order
+-- KEYS[4] jobs           hash    id -> record
+-- KEYS[5] job_data       hash    id -> payload
+-- KEYS[6] job_result     hash    id -> result
+-- KEYS[7] job_progress   hash    id -> last progress value
+-- KEYS[8] job_delayed    zset    delayed entries by due ms
+-- KEYS[9] job_retrying   zset    retrying entries by due ms
+-- KEYS[10] job_finished  zset    finished ids by purge ms
+-- KEYS[11] job_failed    zset    failed ids by purge ms
+-- KEYS[12] job_cancelled zset    cancelled ids by purge ms
+-- KEYS[13] job_unique    hash    unique marker -> id#life
+-- KEYS[14] job_counts    hash    state -> count
+-- KEYS[15] job_timer     hash    the member told when due work comes next
+-- KEYS[16] processes     hash    process id -> entry
+-- KEYS[17] stats         hash    lifetime counters of the queue, by event
+-- ARGV[1] payload           the payload to cancel (exact bytes)
+-- ARGV[2] events            broadcast channel of the queue
+-- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
+-- ARGV[4] notify            the queue's channel for waiters
+-- ARGV[5] policy            JSON: retention and budgets in ms (JobSettings.policy)
+-- Reply: {cancelled, pid1, pid2, ...}: how many jobs, and the processes of the
+--   active ones among them.
+-- Errors: none.
+-- Events: 'cancel:<pid>' on events per active job; 'done:<id>' on notify per job
+--   someone waits for.
+--!include publish
+--!include jobs
+--!include ready
+--!include terminal
+--!include cancel
+--!include job_keys
+local processes = KEYS[16]
+local stats = KEYS[17]
+local payload = ARGV[1]
+local events = ARGV[2]
+local publish = publish_command(ARGV[3])
+local notify = ARGV[4]
+local policy = cjson.decode(ARGV[5])
+J.stats, J.notify = stats, notify
+
+local now = now_ms()
+local matching = {}
+local cursor = '0'
+repeat
+  local page = redis.call('HSCAN', job_data, cursor, 'COUNT', 1000)
+  cursor = page[1]
+  for i = 1, #page[2], 2 do
+    if page[2][i + 1] == payload then
+      matching[#matching + 1] = page[2][i]
+    end
+  end
+until cursor == '0'
+
+local reply = {0}
+for _, id in ipairs(matching) do
+  local record = load_job(jobs, id)
+  if record and LIVE[record.s] then
+    if cancel_job(J, id, record, now, policy, publish, processes, events) == 'a' then
+      reply[#reply + 1] = record.p
+    end
+    save_job(jobs, id, record)
+    reply[1] = reply[1] + 1
+  end
+end
+return reply

@@ -1,0 +1,87 @@
+-- job_fail: an attempt failed (the handler raised, asked for a retry or ran past
+--   its timeout), or the job must fail now (worqr.Fail, a result that cannot be
+--   stored). Fenced by process: a failure reported for a process that no longer
+--   exists changes nothing.
+-- KEYS[1] tasks          list    ready entries at priority 0
+-- KEYS[2] job_prio       zset    ready entries with a priority
+-- KEYS[3] job_seq        string  lives and priority order
+-- KEYS[4] jobs           hash    id -> record
+-- KEYS[5] job_data       hash    id -> payload
+-- KEYS[6] job_result     hash    id -> result
+-- KEYS[7] job_progress   hash    id -> last progress value
+-- KEYS[8] job_delayed    zset    delayed entries by due ms
+-- KEYS[9] job_retrying   zset    retrying entries by due ms
+-- KEYS[10] job_finished  zset    finished ids by purge ms
+-- KEYS[11] job_failed    zset    failed ids by purge ms
+-- KEYS[12] job_cancelled zset    cancelled ids by purge ms
+-- KEYS[13] job_unique    hash    unique marker -> id#life
+-- KEYS[14] job_counts    hash    state -> count
+-- KEYS[15] job_timer     hash    the member told when due work comes next
+-- KEYS[16] processes     hash    process id -> entry
+-- KEYS[17] owned         zset    the owning worker's process ids on this queue
+-- KEYS[18] members       set     workers of this queue
+-- KEYS[19] idle          set     members waiting for work
+-- KEYS[20] stats         hash    lifetime counters of the queue, by event
+-- ARGV[1] pid
+-- ARGV[2] entry             the job's id#life, as the take gave it
+-- ARGV[3] mode              'error': a failure, retried while failures <= retries;
+--                           'fail': failed now, no retry
+-- ARGV[4] delay_ms          the backoff before the retry (the worker drew its jitter)
+-- ARGV[5] retries           the effective retries (record, handler or default)
+-- ARGV[6] error_text        "<ExceptionType>: <message>", at most 1 KB
+-- ARGV[7] wake_prefix       per-worker wake channel = wake_prefix .. worker id
+-- ARGV[8] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
+-- ARGV[9] notify            the queue's channel for waiters
+-- ARGV[10] policy           JSON: retention and budgets in ms (JobSettings.policy)
+-- Reply: {accepted, state}: accepted 1, and the job's state now ('r' retrying or
+--   'x' failed); 0 and '' when the process no longer existed (fenced).
+-- Errors: none.
+-- Events: 'done:<id>' on notify when the job failed and someone waits for it;
+--   'due:<ms>' to the member told when due work comes next.
+--!include publish
+--!include jobs
+--!include ready
+--!include terminal
+--!include promote
+--!include end_process
+--!include job_keys
+local processes = KEYS[16]
+local owned = KEYS[17]
+local members = KEYS[18]
+local idle = KEYS[19]
+local stats = KEYS[20]
+local pid = ARGV[1]
+local entry = ARGV[2]
+local mode = ARGV[3]
+local delay_ms = tonumber(ARGV[4])
+local retries = tonumber(ARGV[5])
+local error_text = ARGV[6]
+local wake_prefix = ARGV[7]
+local publish = publish_command(ARGV[8])
+local notify = ARGV[9]
+local policy = cjson.decode(ARGV[10])
+J.members, J.idle, J.stats, J.notify = members, idle, stats, notify
+
+if redis.call('HGET', processes, pid) ~= entry then
+  return {0, ''}
+end
+end_process(processes, owned, pid)
+local now = now_ms()
+local id = split_entry(entry)
+local record = load_job(jobs, id)
+record.f = record.f + 1
+record.E = error_text
+if mode == 'error' and record.f <= retries then
+  local due = now + math.max(0, delay_ms)
+  move(job_counts, 'a', 'r')
+  record.s = 'r'
+  record.v = due
+  redis.call('ZADD', job_retrying, due, entry)
+  stat(stats, 'retried', 1)
+  save_job(jobs, id, record)
+  arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
+  return {1, 'r'}
+end
+end_job(J, id, record, 'x', now, policy, publish)
+save_job(jobs, id, record)
+return {1, 'x'}

@@ -1,0 +1,133 @@
+-- job_submit: create jobs (up to a few hundred per call), each by its id.
+-- For each job: a resend of the same call (same nonce) answers as the first call
+-- did; a live job with this id (or, with a unique marker, with this payload)
+-- makes this one a duplicate and nothing is written; a terminal one starts a new
+-- life. The job is queued (due now) or delayed (due later, by Redis's clock).
+-- KEYS[1] tasks          list    ready entries at priority 0 (push left, pop right)
+-- KEYS[2] job_prio       zset    ready entries with a priority
+-- KEYS[3] job_seq        string  lives and priority order
+-- KEYS[4] jobs           hash    id -> record
+-- KEYS[5] job_data       hash    id -> payload
+-- KEYS[6] job_result     hash    id -> result
+-- KEYS[7] job_progress   hash    id -> last progress value
+-- KEYS[8] job_delayed    zset    delayed entries by due ms
+-- KEYS[9] job_retrying   zset    retrying entries by due ms
+-- KEYS[10] job_finished  zset    finished ids by purge ms
+-- KEYS[11] job_failed    zset    failed ids by purge ms
+-- KEYS[12] job_cancelled zset    cancelled ids by purge ms
+-- KEYS[13] job_unique    hash    unique marker -> id#life
+-- KEYS[14] job_counts    hash    state -> count
+-- KEYS[15] job_timer     hash    the member told when due work comes next
+-- KEYS[16] processes     hash    process id -> entry (a task queue's: its tasks)
+-- KEYS[17] members       set     workers of this queue
+-- KEYS[18] idle          set     members waiting for work
+-- KEYS[19] config        hash    per-queue options; 'kind' is 'jobs' on a job queue
+-- KEYS[20] stats         hash    lifetime counters of the queue, by event
+-- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
+-- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
+-- ARGV[3] policy            JSON: retention and budgets in ms (JobSettings.policy)
+-- ARGV[4..n] jobs           four per job: id, nonce, payload, options JSON
+--                           (d delay ms | A at ms, P priority, u unique marker,
+--                           R retries, B backoff, T timeout ms, k result ttl ms)
+-- Reply: per job {id, created, state}: created 1 when this call created it (or a
+--   resend of the call that did), 0 for a duplicate (id: the live job's, which
+--   differs from the one asked for when a unique marker matched); state its code.
+-- Errors: WORQR_TASK_QUEUE when the queue holds tasks (it is a task queue).
+-- Events: 'work:<n>' to at most one idle worker per job queued now; 'due:<ms>' to
+--   the member told when the next delayed job is due.
+--!include publish
+--!include wake
+--!include jobs
+--!include ready
+--!include promote
+--!include kind
+--!include job_keys
+local processes = KEYS[16]
+local members = KEYS[17]
+local idle = KEYS[18]
+local config = KEYS[19]
+local stats = KEYS[20]
+local wake_prefix = ARGV[1]
+local publish = publish_command(ARGV[2])
+local policy = cjson.decode(ARGV[3])
+local first_job = 4  -- ARGV[4..n] jobs
+J.members, J.idle, J.stats = members, idle, stats
+
+local refused = make_job_queue(config, tasks, processes)
+if refused then
+  return refused
+end
+local ended_index = {f = job_finished, x = job_failed, c = job_cancelled}
+local now = now_ms()
+local reply = {}
+local ready = 0
+local delayed = 0
+local submitted = 0
+local duplicates = 0
+
+for i = first_job, #ARGV, 4 do
+  local id, nonce, payload, options = ARGV[i], ARGV[i + 1], ARGV[i + 2], cjson.decode(ARGV[i + 3])
+  local record = load_job(jobs, id)
+  local answer = nil
+  if record and record.n == nonce then
+    answer = {id, 1, record.s}  -- a resend: what the first call did
+  elseif record and LIVE[record.s] then
+    answer = {id, 0, record.s}
+  elseif options.u then
+    local holder = redis.call('HGET', job_unique, options.u)
+    if holder then
+      local other, life = split_entry(holder)
+      local held = load_job(jobs, other)
+      if is_live(held, life) then
+        answer = {other, 0, held.s}
+      end
+    end
+  end
+  if answer == nil then
+    if record then  -- terminal: its old life ends here
+      redis.call('ZREM', ended_index[record.s], id)
+      redis.call('HDEL', job_result, id)
+      redis.call('HDEL', job_progress, id)
+      tally(job_counts, record.s, -1)
+    end
+    local life = redis.call('INCR', job_seq)
+    local entry = entry_of(id, life)
+    local due = options.A or (now + (options.d or 0))
+    record = {
+      l = life, n = nonce, c = now, a = 0, f = 0, r = 0, P = options.P or 0,
+      R = options.R, B = options.B, T = options.T, k = options.k, u = options.u,
+    }
+    redis.call('HSET', job_data, id, payload)
+    if options.u then
+      redis.call('HSET', job_unique, options.u, entry)
+    end
+    if due > now then
+      record.s = 'd'
+      record.v = due
+      redis.call('ZADD', job_delayed, due, entry)
+      delayed = delayed + 1
+    else
+      record.s = 'q'
+      record.v = now
+      push_ready(tasks, job_prio, job_seq, record, entry, false)
+      ready = ready + 1
+    end
+    tally(job_counts, record.s, 1)
+    save_job(jobs, id, record)
+    answer = {id, 1, record.s}
+    submitted = submitted + 1
+  elseif answer[2] == 0 then
+    duplicates = duplicates + 1
+  end
+  reply[#reply + 1] = answer
+end
+
+stat(stats, 'submitted', submitted)
+stat(stats, 'deduplicated', duplicates)
+if ready > 0 then
+  wake_idle(idle, wake_prefix, publish, ready)
+end
+if delayed > 0 then
+  arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
+end
+return reply

@@ -1,0 +1,189 @@
+-- job_take: finish a batch of this worker's jobs of one queue, storing their
+--   results, and take up to `count` more, in one call (a worker's steady state).
+--   On the way: purge expired records, promote due jobs, tell the next timer.
+-- KEYS[1] tasks          list    ready entries at priority 0; the right end is the front
+-- KEYS[2] job_prio       zset    ready entries with a priority
+-- KEYS[3] job_seq        string  lives and priority order
+-- KEYS[4] jobs           hash    id -> record
+-- KEYS[5] job_data       hash    id -> payload
+-- KEYS[6] job_result     hash    id -> result
+-- KEYS[7] job_progress   hash    id -> last progress value
+-- KEYS[8] job_delayed    zset    delayed entries by due ms
+-- KEYS[9] job_retrying   zset    retrying entries by due ms
+-- KEYS[10] job_finished  zset    finished ids by purge ms
+-- KEYS[11] job_failed    zset    failed ids by purge ms
+-- KEYS[12] job_cancelled zset    cancelled ids by purge ms
+-- KEYS[13] job_unique    hash    unique marker -> id#life
+-- KEYS[14] job_counts    hash    state -> count
+-- KEYS[15] job_timer     hash    the member told when due work comes next
+-- KEYS[16] processes     hash    process id -> entry
+-- KEYS[17] owned         zset    this worker's process ids on this queue, score = seq
+-- KEYS[18] members       set     workers allowed to take from this queue
+-- KEYS[19] idle          set     members waiting for work
+-- KEYS[20] seq           string  per-queue take counter (orders `owned`)
+-- KEYS[21] config        hash    per-queue options; 'kind' is 'jobs'
+-- KEYS[22] stats         hash    lifetime counters of the queue, by event
+-- ARGV[1] worker            the worker's id
+-- ARGV[2] pid_prefix        client-chosen, unique per call; new process i is pid_prefix .. i
+-- ARGV[3] count             how many jobs to take at most (>= 0; 0 only finishes)
+-- ARGV[4] wake_prefix       per-worker wake channel = wake_prefix .. worker id
+-- ARGV[5] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
+-- ARGV[6] notify            the queue's channel for waiters
+-- ARGV[7] policy            JSON: retention and budgets in ms (JobSettings.policy)
+-- ARGV[8..n] finishes       four per finished job: pid, entry, result type (s, b, n), result
+-- Reply: {finished, taken, more}. finished: one integer per finish, in order: 1
+--   accepted, 0 fenced (the process no longer existed: failed over, cancelled,
+--   deleted), 2 already finished by this same pid (a resend). taken: flat array,
+--   four per job: pid, entry, payload, JSON {a attempt, f failures, r recoveries,
+--   d ms since it was available, R retries, B backoff, T timeout ms}. more: 1 when
+--   the take stopped at the skip budget with jobs maybe left (call again).
+--   Resending the same call finishes nothing twice and returns what it took.
+-- Errors: WORQR_NOT_MEMBER when count > 0 and the worker is not (or no longer) a
+--   member (nothing is finished then: resend with count 0); WORQR_TASK_QUEUE when
+--   the queue holds tasks.
+-- Events: 'done:<id>' on notify for a finished job someone waits for; 'work:<n>'
+--   to idle workers for promoted jobs this call does not take; 'due:<ms>' to the
+--   member told when due work comes next.
+--!include publish
+--!include wake
+--!include jobs
+--!include ready
+--!include terminal
+--!include promote
+--!include end_process
+--!include take
+--!include kind
+--!include job_keys
+local processes = KEYS[16]
+local owned = KEYS[17]
+local members = KEYS[18]
+local idle = KEYS[19]
+local seq = KEYS[20]
+local config = KEYS[21]
+local stats = KEYS[22]
+local worker = ARGV[1]
+local pid_prefix = ARGV[2]
+local count = tonumber(ARGV[3])
+local wake_prefix = ARGV[4]
+local publish = publish_command(ARGV[5])
+local notify = ARGV[6]
+local policy = cjson.decode(ARGV[7])
+local first_finish = 8  -- ARGV[8..n] finishes
+J.members, J.idle, J.stats, J.notify = members, idle, stats, notify
+
+
+-- taken_of(pid, entry) -> the four reply fields of a job this worker holds
+local function taken_of(pid, entry, now)
+  local id = split_entry(entry)
+  local record = load_job(jobs, id)
+  local meta = {
+    a = record.a, f = record.f, r = record.r, d = math.max(0, now - (record.v or now)),
+    R = record.R, B = record.B, T = record.T,
+  }
+  return pid, entry, redis.call('HGET', job_data, id) or '', cjson.encode(meta)
+end
+
+local resent = count > 0 and already_taken(processes, pid_prefix, 0)
+if count > 0 and not resent then
+  if redis.call('SISMEMBER', members, worker) == 0 then
+    return redis.error_reply('WORQR_NOT_MEMBER')
+  end
+  local refused = make_job_queue(config, tasks, processes)
+  if refused then
+    return refused
+  end
+end
+local now = now_ms()
+
+local finished = {}
+local done = 0
+for i = first_finish, #ARGV, 4 do
+  local pid, entry, kind, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local id, life = split_entry(entry)
+  local record = load_job(jobs, id)
+  if redis.call('HGET', processes, pid) ~= entry then
+    local again = record and record.l == life and record.s == 'f' and record.p == pid
+    finished[#finished + 1] = again and 2 or 0
+  else
+    end_process(processes, owned, pid)
+    if kind == 'n' then
+      redis.call('HDEL', job_result, id)
+    else
+      redis.call('HSET', job_result, id, value)
+    end
+    record.y = kind
+    record.E = nil
+    end_job(J, id, record, 'f', now, policy, publish)
+    save_job(jobs, id, record)
+    done = done + 1
+    finished[#finished + 1] = 1
+  end
+end
+
+if resent then
+  local taken = {}
+  for i = 1, count do
+    local pid = pid_prefix .. i
+    local entry = redis.call('HGET', processes, pid)
+    if not entry then break end
+    local a, b, c, d = taken_of(pid, entry, now)
+    taken[#taken + 1], taken[#taken + 2], taken[#taken + 3], taken[#taken + 4] = a, b, c, d
+  end
+  return {finished, taken, 0}
+end
+
+purge(J, now, math.max(policy.purge_budget, 2 * done), policy)
+local timed = redis.call('EXISTS', job_delayed) + redis.call('EXISTS', job_retrying) > 0
+local promoted = 0
+if timed then
+  promoted = promote(J, now, policy.promote_chunk)
+end
+
+local taken = {}
+local got = 0
+local skipped = 0
+local more = 0
+while got < count do
+  local entry = pop_ready(tasks, job_prio)
+  if not entry then break end
+  local id, life = split_entry(entry)
+  local record = load_job(jobs, id)
+  if record and record.l == life and record.s == 'q' then
+    got = got + 1
+    local pid = pid_prefix .. got
+    move(job_counts, 'q', 'a')
+    record.s = 'a'
+    record.a = record.a + 1
+    record.t = now
+    record.p = pid
+    save_job(jobs, id, record)
+    redis.call('HSET', processes, pid, entry)
+    redis.call('ZADD', owned, redis.call('INCR', seq), pid)
+    local a, b, c, d = taken_of(pid, entry, now)
+    taken[#taken + 1], taken[#taken + 2], taken[#taken + 3], taken[#taken + 4] = a, b, c, d
+  else
+    -- A tombstone (cancelled while queued) or an entry of an older life.
+    skipped = skipped + 1
+    if skipped >= policy.skip_budget then
+      more = 1
+      break
+    end
+  end
+end
+stat(stats, 'started', got)
+
+if count > 0 then
+  -- A worker that drained the queue wants a wake-up; one that got a full batch does not.
+  if got < count and more == 0 then
+    redis.call('SADD', idle, worker)
+  else
+    redis.call('SREM', idle, worker)
+  end
+end
+if promoted > got then
+  wake_idle(idle, wake_prefix, publish, promoted - got)
+end
+if timed then
+  arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
+end
+return {finished, taken, more}

@@ -1,0 +1,22 @@
+-- lib/cancel: cancelling a live job. (needs lib/jobs, lib/ready, lib/terminal)
+
+-- cancel_job(J, id, record, now, policy, publish, processes, events) -> its previous state
+--   Out of its index: a queued job's list entry stays as a tombstone takes skip; an
+--   active job's process is deleted (its worker's acknowledgement is fenced) and
+--   'cancel:<pid>' goes out on `events`, so its handler stops.
+local function cancel_job(J, id, record, now, policy, publish, processes, events)
+  local previous = record.s
+  local entry = entry_of(id, record.l)
+  if previous == 'q' then
+    unready(J.prio, record, entry)
+  elseif previous == 'd' then
+    redis.call('ZREM', J.delayed, entry)
+  elseif previous == 'r' then
+    redis.call('ZREM', J.retrying, entry)
+  elseif previous == 'a' then
+    redis.call('HDEL', processes, record.p)
+    redis.call(publish, events, 'cancel:' .. record.p)
+  end
+  end_job(J, id, record, 'c', now, policy, publish)
+  return previous
+end

@@ -1,0 +1,74 @@
+-- lib/jobs: job records, lives and counts.
+-- A job's record is JSON in the `jobs` hash, with short keys:
+--   l life, s state (d delayed, q queued, a active, r retrying, f finished,
+--   x failed, c cancelled), n submit nonce, c created ms, v available ms (when it
+--   became, or becomes, ready), t last start ms, e ended ms, X purge-at ms,
+--   a attempts, f failures, r recoveries, p pid of the current or last attempt,
+--   P priority, q order among prioritised jobs, R retries, B backoff, T timeout ms,
+--   k result ttl ms, u unique marker, w a waiter watches it, E last error,
+--   y result type (s, b, n), z nonce of the cancel call, b nonce of the retry call.
+-- Entries in the ready list, the priority and time zsets and `processes` are
+-- `id#life`; lives come from the queue's job_seq and never repeat.
+
+-- now_ms() -> the server's time in milliseconds
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- entry_of(id, life) -> 'id#life'
+local function entry_of(id, life)
+  return id .. '#' .. life
+end
+
+-- split_entry(entry) -> id, life (the last '#' separates them: ids may hold '#')
+local function split_entry(entry)
+  local id, life = string.match(entry, '^(.*)#(%d+)$')
+  return id, tonumber(life)
+end
+
+-- load_job(jobs, id) -> record table, or nil
+local function load_job(jobs, id)
+  local raw = redis.call('HGET', jobs, id)
+  if raw then
+    return cjson.decode(raw)
+  end
+  return nil
+end
+
+-- save_job(jobs, id, record)
+local function save_job(jobs, id, record)
+  redis.call('HSET', jobs, id, cjson.encode(record))
+end
+
+local STATE_NAMES = {
+  d = 'delayed', q = 'queued', a = 'active', r = 'retrying',
+  f = 'finished', x = 'failed', c = 'cancelled',
+}
+local LIVE = {d = true, q = true, a = true, r = true}
+
+-- is_live(record, life) -> whether the record is of that life and not terminal
+local function is_live(record, life)
+  return record ~= nil and record.l == life and LIVE[record.s] == true
+end
+
+-- tally(counts, state, delta): the per-state count (a zero delta is no call:
+-- HINCRBY refuses "-0")
+local function tally(counts, state, delta)
+  if delta ~= 0 then
+    redis.call('HINCRBY', counts, STATE_NAMES[state], delta)
+  end
+end
+
+-- move(counts, from, to): one job changed state
+local function move(counts, from, to)
+  tally(counts, from, -1)
+  tally(counts, to, 1)
+end
+
+-- stat(stats, event, n): the queue's lifetime counter of an event
+local function stat(stats, event, n)
+  if n ~= 0 then
+    redis.call('HINCRBY', stats, event, n)
+  end
+end

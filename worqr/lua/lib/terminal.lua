@@ -1,0 +1,86 @@
+-- lib/terminal: the last transition of a job's life, and forgetting it.
+-- J is a table of the queue's keys: jobs, data, result, progress, counts,
+-- stats, unique, finished, failed, cancelled, and the notify channel.
+-- (needs lib/jobs)
+
+local ENDED = {f = 'finished', x = 'failed', c = 'cancelled'}
+local TTL = {f = 'result_ttl', x = 'failure_ttl', c = 'cancelled_ttl'}
+
+-- release_unique(unique, record, entry): free the record's unique marker, only if
+-- it still names this life (another job may hold it by now)
+local function release_unique(unique, record, entry)
+  if record.u and redis.call('HGET', unique, record.u) == entry then
+    redis.call('HDEL', unique, record.u)
+  end
+end
+
+-- end_job(J, id, record, state, now, policy, publish): the job is `state` now (f,
+-- x or c): its purge time, its terminal index, counts, stats, its unique marker
+-- released, and a waiter told ('done:<id>' on notify, only when one watches).
+-- The caller has taken it out of its previous index, and saves the record.
+local function end_job(J, id, record, state, now, policy, publish)
+  local ttl = policy[TTL[state]]
+  if state == 'f' and record.k then
+    ttl = record.k
+  end
+  local purge_at = now + math.max(ttl, policy.min_retention)
+  move(J.counts, record.s, state)
+  record.s = state
+  record.e = now
+  record.X = purge_at
+  redis.call('ZADD', J[ENDED[state]], purge_at, id)
+  stat(J.stats, ENDED[state], 1)
+  release_unique(J.unique, record, entry_of(id, record.l))
+  if record.w then
+    redis.call(publish, J.notify, 'done:' .. id)
+  end
+end
+
+-- drop_job(J, id, state): forget a terminal job (its purge time came)
+local function drop_job(J, id, state)
+  redis.call('HDEL', J.jobs, id)
+  redis.call('HDEL', J.data, id)
+  redis.call('HDEL', J.result, id)
+  redis.call('HDEL', J.progress, id)
+  redis.call('ZREM', J[ENDED[state]], id)
+  tally(J.counts, state, -1)
+end
+
+-- purge(J, now, budget, policy) -> how many records went
+--   Expired terminal records first (their purge time passed), then, past
+--   max_retained terminal records, the earliest to expire among those that ended
+--   min_retention ago or more: memory stays bounded whatever the TTLs.
+local function purge(J, now, budget, policy)
+  local purged = 0
+  for _, state in ipairs({'f', 'x', 'c'}) do
+    if purged >= budget then break end
+    local due = redis.call('ZRANGEBYSCORE', J[ENDED[state]], '-inf', now, 'LIMIT', 0, budget - purged)
+    for _, id in ipairs(due) do
+      drop_job(J, id, state)
+      purged = purged + 1
+    end
+  end
+  stat(J.stats, 'purged', purged)
+  local capped = 0
+  local over = redis.call('ZCARD', J.finished) + redis.call('ZCARD', J.failed)
+    + redis.call('ZCARD', J.cancelled) - policy.max_retained
+  while over > 0 and purged < budget do
+    local first, first_state, first_at = nil, nil, nil
+    for _, state in ipairs({'f', 'x', 'c'}) do
+      local head = redis.call('ZRANGE', J[ENDED[state]], 0, 0, 'WITHSCORES')
+      if head[1] and (first_at == nil or tonumber(head[2]) < first_at) then
+        first, first_state, first_at = head[1], state, tonumber(head[2])
+      end
+    end
+    local record = load_job(J.jobs, first)
+    if record and record.e and record.e + policy.min_retention > now then
+      break
+    end
+    drop_job(J, first, first_state)
+    purged = purged + 1
+    capped = capped + 1
+    over = over - 1
+  end
+  stat(J.stats, 'purged_by_cap', capped)
+  return purged
+end
