@@ -1,0 +1,60 @@
+"""Every file in examples/ runs against the test Redis, exits 0 and shows its point."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.support import ROOT
+from tests.support.cli import cli_env
+
+EXAMPLES = ROOT / "examples"
+
+EXPECTED = {
+    "producer_worker.py": [r"enqueued 20 e-mails", r"sent 20 e-mails", r"queue: 0 tasks left"],
+    "cancel_by_payload.py": [
+        r"cancelled the queued report-2025: 1 copy removed",
+        r"running https://example.com/: its handler got CancelledError",
+        r"running report-2024: its handler saw current_process\(\).cancelled and returned",
+        r"report-2025 never ran: True; nothing queued or running: True",
+    ],
+    "persistent_tasks.py": [
+        r"SIGKILLed worker pid (\d+), which served feed-0",
+        r"s later its peers serve them",
+        r"cancelled 4 feeds by payload",
+    ],
+    "async_worker.py": [r"fetched 40 pages in [\d.]+ s \(8 s one at a time\)"],
+    "metrics_prometheus.py": [
+        r'worker endpoint: worqr_tasks_finished_total\{queue="thumbnails"\} 50\.0',
+        r'exporter endpoint: worqr_queue_events_total\{event="finished",queue="thumbnails"\} 50',
+        # CI installs prometheus; elsewhere the example says it is missing.
+        r"prometheus: (sum\(worqr_tasks_finished_total\{.*\}\) = 50|not installed)",
+    ],
+}
+
+
+def test_every_example_is_tested() -> None:
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_runs(name: str, redis_url: str, prefix: str) -> None:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), "--url", redis_url, "--prefix", prefix],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=cli_env(),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    for pattern in EXPECTED[name]:
+        assert re.search(pattern, result.stdout), (pattern, result.stdout)
+    assert "Traceback" not in result.stderr
+    if name == "persistent_tasks.py":  # the feeds moved off the killed worker, and only off it
+        before, _, after = result.stdout.partition("SIGKILLed")
+        victim = re.search(r"worker pid (\d+)", after)
+        assert victim is not None and victim.group(1) in before
+        assert victim.group(1) not in after.splitlines()[1]
