@@ -5,7 +5,6 @@ call (a worker's steady state). Fenced like `finish_process`, safe to resend lik
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -13,19 +12,11 @@ import redis
 import worqr
 from tests.support.clients import Clients
 from tests.support.mesh import CountingRedis, kill, queue_keys, sha
+from tests.support.timing import quiet
 from worqr._core.lua import source
 from worqr._core.processes import DEQUEUE_CHUNK
 
 Q = "jobs"
-
-
-@pytest.fixture
-def clients(redis_url: str, prefix: str) -> Iterator[Clients]:
-    made = Clients(redis_url, prefix)
-    try:
-        yield made
-    finally:
-        made.close_all()
 
 
 def test_complete_finishes_a_batch_and_takes_the_next_in_one_script_call(
@@ -141,7 +132,7 @@ def test_complete_spans_several_script_calls_and_other_owners(clients: Clients) 
 
 def test_async_complete_matches_sync(redis_url: str, prefix: str) -> None:
     async def scenario() -> None:
-        settings = worqr.Settings(prefix=prefix, ttl=60.0, heartbeat=20.0)
+        settings = quiet(prefix)
         async with worqr.AsyncWorqr(redis_url, settings=settings) as client:
             await client.enqueue_many(Q, ["a", "b", "c"])
             await client.start_worker()

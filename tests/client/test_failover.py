@@ -3,12 +3,12 @@ back to the front once, zombies are fenced and re-register, one reaper per
 interval, poison pills end, and failing a big worker never blocks Redis.
 
 A worker "dies" when the test deletes (or shortens) its alive key; reaping and
-heartbeats are called directly unless a test is about the timers themselves.
+heartbeats are called directly unless a test is about the timers themselves
+(clients from the ``make`` fixture have `QUIET` timers).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import subprocess
@@ -17,7 +17,6 @@ import textwrap
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -25,60 +24,26 @@ import pytest
 import redis
 
 import worqr
+from tests.support.clients import Factory
+from tests.support.mesh import kill, queued, sha
 from tests.support.recorders import OnLeaseLost
+from tests.support.timing import quiet
 from tests.support.waiting import wait_until
-from worqr._core.lua import source
 from worqr._keys import MeshKeys
-
-LONG = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}
-
-Factory = Callable[..., worqr.Worqr]
-
-
-@pytest.fixture
-def make(redis_url: str, prefix: str) -> Iterator[Factory]:
-    """``make(start=True, **settings)``: a client of the test's mesh (a started
-    worker unless start=False); every one closed after the test."""
-    made: list[worqr.Worqr] = []
-
-    def build(start: bool = True, **changes: Any) -> worqr.Worqr:
-        client = worqr.Worqr(redis_url, settings=worqr.Settings(prefix=prefix, **LONG | changes))
-        made.append(client)
-        if start:
-            client.start_worker()
-        return client
-
-    yield build
-    with ThreadPoolExecutor(max(1, len(made))) as pool:  # each close joins its threads
-        list(pool.map(lambda client: client.close(), made))
-
-
-def kill(raw: redis.Redis, prefix: str, client: worqr.Worqr) -> str:
-    """The worker stops heartbeating: its lease is gone at once. Returns its id."""
-    worker_id = client.worker_id
-    assert worker_id is not None
-    assert raw.delete(MeshKeys(prefix).alive(worker_id)) == 1
-    return worker_id
-
-
-def queued(raw: redis.Redis, prefix: str, queue: str) -> list[str]:
-    """The queue's tasks, front first."""
-    tasks = raw.lrange(MeshKeys(prefix).queue(queue).tasks, 0, -1)
-    return [task.decode() for task in reversed(tasks)]
 
 
 def test_peer_requeues_exactly_the_dead_workers_tasks(
     make: Factory, redis_client: redis.Redis, prefix: str
 ) -> None:
-    doomed, peer = make(), make()
-    producer = make(start=False)
+    doomed, peer = make(start=True), make(start=True)
+    producer = make()
     producer.enqueue_many("q", [f"t{i}" for i in range(10)])
     producer.enqueue_many("other", ["o1", "o2"])
     mine = doomed.dequeue_many("q", 3) + doomed.dequeue_many("other", 1)  # t0-t2, o1
     theirs = peer.dequeue_many("q", 2)  # t3, t4
     assert [p.task for p in mine] == ["t0", "t1", "t2", "o1"]
 
-    kill(redis_client, prefix, doomed)
+    kill(redis_client, doomed)
     assert peer.reap() == 1
     # Exactly the dead worker's tasks came back, to the front, in their order.
     assert queued(redis_client, prefix, "q") == ["t0", "t1", "t2", "t5", "t6", "t7", "t8", "t9"]
@@ -95,10 +60,10 @@ def test_peers_fail_an_expired_worker_on_their_own(
     make: Factory, redis_client: redis.Redis, prefix: str
 ) -> None:
     failed: list[dict[str, Any]] = []
-    doomed = make()  # long ttl: only the shortened key below makes it expire
-    peer = make(ttl=1.0, heartbeat=0.2, poll_interval=0.5)  # its heartbeat thread reaps
+    doomed = make(start=True)  # long ttl: only the shortened key below makes it expire
+    peer = make(start=True, ttl=1.0, heartbeat=0.2, poll_interval=0.5)  # its heartbeat thread reaps
     peer.add_observer(lambda event, fields: failed.append(fields) if event == "peer_failed" else 0)
-    producer = make(start=False)
+    producer = make()
     producer.enqueue_many("q", ["a", "b", "c"])
     assert len(doomed.dequeue_many("q", 2)) == 2
 
@@ -114,12 +79,12 @@ def test_peers_fail_an_expired_worker_on_their_own(
 def test_zombie_is_fenced_then_recovers_under_a_new_id(
     make: Factory, redis_client: redis.Redis, prefix: str
 ) -> None:
-    zombie, peer = make(), make()
-    producer = make(start=False)
+    zombie, peer = make(start=True), make(start=True)
+    producer = make()
     producer.enqueue_many("q", ["a", "b"])
     held = zombie.dequeue("q")
     assert held is not None
-    old = kill(redis_client, prefix, zombie)
+    old = kill(redis_client, zombie)
     assert peer.reap() == 1
 
     assert zombie.finish_process(held) is False  # the task belongs to the queue again
@@ -141,11 +106,11 @@ def test_zombie_is_fenced_then_recovers_under_a_new_id(
 def test_zombie_that_finds_out_first_fails_its_old_id_itself(
     make: Factory, redis_client: redis.Redis, prefix: str
 ) -> None:
-    zombie = make()
-    producer = make(start=False)
+    zombie = make(start=True)
+    producer = make()
     producer.enqueue_many("q", ["a", "b", "c"])
     held = zombie.dequeue_many("q", 2)
-    old = kill(redis_client, prefix, zombie)
+    old = kill(redis_client, zombie)
     assert zombie.heartbeat() == "recovered"  # nobody reaped it yet
     assert producer.get_workers() == [zombie.worker_id]
     assert [zombie.finish_process(p) for p in held] == [False, False]
@@ -158,14 +123,14 @@ def test_concurrent_reapers_requeue_each_task_exactly_once(
     make: Factory, redis_client: redis.Redis, prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     payloads = [f"task-{i}" for i in range(3000)]
-    doomed = make(requeue_chunk=50)
-    producer = make(start=False)
+    doomed = make(start=True, requeue_chunk=50)
+    producer = make()
     producer.enqueue_many("q", payloads)
     producer.enqueue_many("q2", payloads[:500])
     assert len(doomed.dequeue_many("q", 3000)) == 3000
     assert len(doomed.dequeue_many("q2", 500)) == 500
-    peers = [make(requeue_chunk=50) for _ in range(4)]
-    kill(redis_client, prefix, doomed)
+    peers = [make(start=True, requeue_chunk=50) for _ in range(4)]
+    kill(redis_client, doomed)
 
     barrier = threading.Barrier(len(peers))
 
@@ -194,7 +159,7 @@ def test_concurrent_reapers_requeue_each_task_exactly_once(
 
 
 def test_one_reaper_per_interval(make: Factory, redis_client: redis.Redis, prefix: str) -> None:
-    workers = [make() for _ in range(6)]
+    workers = [make(start=True) for _ in range(6)]
     reaper_key = MeshKeys(prefix).reaper
     barrier = threading.Barrier(len(workers))  # reusable: all beat at once each time
 
@@ -215,7 +180,7 @@ def test_one_reaper_per_interval(make: Factory, redis_client: redis.Redis, prefi
 def test_the_reaper_lock_lasts_one_heartbeat_interval(
     make: Factory, redis_client: redis.Redis, prefix: str
 ) -> None:
-    one, two = make(), make()
+    one, two = make(start=True), make(start=True)
     assert one.heartbeat() == "reaped"
     pttl = redis_client.pttl(MeshKeys(prefix).reaper)
     assert 15_000 < pttl <= 20_000  # heartbeat=20 s: the lock outlives no interval
@@ -226,10 +191,10 @@ def failover(
     make: Factory, raw: redis.Redis, prefix: str, reaper: worqr.Worqr, **settings: Any
 ) -> str | None:
     """A new worker takes the front task, dies holding it, and ``reaper`` fails it."""
-    victim = make(**settings)
+    victim = make(start=True, **settings)
     process = victim.dequeue("q")
     assert process is not None
-    kill(raw, prefix, victim)
+    kill(raw, victim)
     assert reaper.reap() == 1
     return str(process.task)
 
@@ -237,7 +202,7 @@ def failover(
 def test_poison_pill_is_dead_lettered_after_max_recoveries(
     make: Factory, redis_client: redis.Redis, prefix: str
 ) -> None:
-    reaper = make(start=False, max_recoveries=2)
+    reaper = make(max_recoveries=2)
     reaper.enqueue_many("q", ["pill", "fine"])
     for round_ in (1, 2):
         assert failover(make, redis_client, prefix, reaper) == "pill"
@@ -254,10 +219,10 @@ def test_poison_pill_is_dead_lettered_after_max_recoveries(
 def test_finishing_a_task_resets_its_recoveries(
     make: Factory, redis_client: redis.Redis, prefix: str
 ) -> None:
-    reaper = make(start=False, max_recoveries=1)
+    reaper = make(max_recoveries=1)
     reaper.enqueue("q", "task")
     assert failover(make, redis_client, prefix, reaper) == "task"  # recovered once
-    worker = make()
+    worker = make(start=True)
     process = worker.dequeue("q")
     assert process is not None and worker.finish_process(process)
     reaper.enqueue("q", "task")  # the same payload again starts from zero
@@ -268,7 +233,7 @@ def test_finishing_a_task_resets_its_recoveries(
 def test_configured_queue_overrides_the_reapers_setting(
     make: Factory, redis_client: redis.Redis, prefix: str
 ) -> None:
-    reaper = make(start=False, max_recoveries=5)
+    reaper = make(max_recoveries=5)
     reaper.configure_queue("q", max_recoveries=0)  # the first failover dead-letters
     reaper.enqueue("q", "pill")
     failover(make, redis_client, prefix, reaper)
@@ -278,7 +243,7 @@ def test_configured_queue_overrides_the_reapers_setting(
 def test_max_recoveries_minus_one_never_dead_letters(
     make: Factory, redis_client: redis.Redis, prefix: str
 ) -> None:
-    reaper = make(start=False, max_recoveries=0)  # would dead-letter at once
+    reaper = make(max_recoveries=0)  # would dead-letter at once
     reaper.configure_queue("q", max_recoveries=-1)  # persistent tasks: never
     reaper.enqueue("q", "connection")
     for _ in range(8):
@@ -292,11 +257,11 @@ def test_failing_a_big_worker_runs_in_short_chunks(
     make: Factory, redis_client: redis.Redis, prefix: str
 ) -> None:
     payloads = [f"p{i}" for i in range(5000)]
-    doomed, peer = make(), make()
+    doomed, peer = make(start=True), make(start=True)
     peer.enqueue_many("q", payloads)
     assert len(doomed.dequeue_many("q", 5000)) == 5000
-    kill(redis_client, prefix, doomed)
-    sha = hashlib.sha1(source("requeue_owned").encode()).hexdigest().encode()
+    kill(redis_client, doomed)
+    requeue_sha = sha("requeue_owned").encode()
 
     saved = redis_client.config_get("slowlog-*")
     try:
@@ -312,7 +277,7 @@ def test_failing_a_big_worker_runs_in_short_chunks(
         redis_client.config_set("slowlog-max-len", saved["slowlog-max-len"])
         redis_client.slowlog_reset()
 
-    calls = [e["duration"] for e in entries if e["command"].startswith(b"EVALSHA " + sha)]
+    calls = [e["duration"] for e in entries if e["command"].startswith(b"EVALSHA " + requeue_sha)]
     assert len(entries) < 100_000  # none dropped
     assert len(calls) >= math.ceil(5000 / peer.settings.requeue_chunk) > 1  # chunked
     assert max(calls) < 50_000, f"a requeue_owned call took {max(calls)} µs"
@@ -337,9 +302,9 @@ def test_sigkilled_worker_is_failed_by_a_peer_within_ttl_plus_heartbeat(
     """The timers, for real: a worker process is SIGKILLed while it holds two
     tasks; a peer's own heartbeats notice and return them within about
     ttl + heartbeat."""
-    producer = make(start=False)
+    producer = make()
     producer.enqueue_many("q", ["a", "b", "c"])
-    peer = make(ttl=0.6, heartbeat=0.2)
+    peer = make(start=True, ttl=0.6, heartbeat=0.2)
     child = subprocess.Popen(
         [sys.executable, "-c", WORKER_SCRIPT, redis_url, prefix], stdout=subprocess.PIPE, text=True
     )
@@ -374,7 +339,7 @@ def test_a_recovery_cut_short_is_redone_and_reported_once(
         user, enabled=True, passwords=["+pw"], keys="*", channels="*", commands=["+@all"]
     )
     url = redis_url.replace("redis://", f"redis://{user}:pw@")
-    worker = worqr.Worqr(url, settings=worqr.Settings(prefix=prefix, **LONG))
+    worker = worqr.Worqr(url, settings=quiet(prefix))
     try:
         worker.start_worker()
         worker.start_work("q")
@@ -390,7 +355,7 @@ def test_a_recovery_cut_short_is_redone_and_reported_once(
                 redis_client.acl_setuser(user, commands=["-evalsha"])
 
         worker.add_hooks(OnLeaseLost(cut))
-        old = kill(redis_client, prefix, worker)
+        old = kill(redis_client, worker)
         with pytest.raises(redis.exceptions.NoPermissionError):
             worker.heartbeat()  # cut short right after reporting the loss
         assert worker.worker_id == old

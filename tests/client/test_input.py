@@ -13,19 +13,17 @@ import logging
 import math
 import os
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import redis
 
 import worqr
+from tests.support.clients import Factory
+from tests.support.mesh import keys_under
 from tests.support.waiting import wait_until
 from worqr.embedded import EmbeddedRedis
-
-LONG = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}
-
-Factory = Callable[..., worqr.Worqr]
 
 BAD_NAMES: list[tuple[object, type[Exception]]] = [
     ("", ValueError),
@@ -58,25 +56,6 @@ GOOD_NAMES = [
     "emoji 🎉",
     "x" * worqr.MAX_NAME_CHARS,
 ]
-
-
-@pytest.fixture
-def make(redis_url: str, prefix: str) -> Iterator[Factory]:
-    made: list[worqr.Worqr] = []
-
-    def build(url: str = redis_url, **changes: Any) -> worqr.Worqr:
-        client = worqr.Worqr(url, settings=worqr.Settings(prefix=prefix, **LONG | changes))
-        made.append(client)
-        return client
-
-    yield build
-    for client in made:
-        client.close()
-
-
-def keys_of(raw: redis.Redis, prefix: str) -> set[bytes]:
-    """Every key of the test's mesh on the server."""
-    return set(raw.scan_iter(match=f"*{prefix}*", count=1000))
 
 
 def queue_calls(client: worqr.Worqr, name: Any) -> list[Callable[[], object]]:
@@ -120,14 +99,14 @@ def test_bad_queue_names_raise_and_write_nothing(
     for call in queue_calls(client, name):
         with pytest.raises(error):
             call()
-    assert keys_of(redis_client, prefix) == set()
+    assert keys_under(redis_client, prefix) == []
 
     client.start_worker()
-    before = keys_of(redis_client, prefix)
+    before = keys_under(redis_client, prefix)
     for call in worker_calls(client, name):
         with pytest.raises(error):
             call()
-    assert keys_of(redis_client, prefix) == before
+    assert keys_under(redis_client, prefix) == before
     assert client.get_queues() == []
     assert client.get_working_queues() == []
 
@@ -180,7 +159,7 @@ def test_tasks_that_are_not_str_or_bytes_raise_type_error(
         client.enqueue_many("q", ["good", task, "good"])  # type: ignore[list-item]
     with pytest.raises(TypeError):
         client.cancel_tasks("q", task)  # type: ignore[arg-type]
-    assert keys_of(redis_client, prefix) == set()
+    assert keys_under(redis_client, prefix) == []
 
 
 def test_enqueue_many_wants_an_iterable_of_tasks(
@@ -192,7 +171,7 @@ def test_enqueue_many_wants_an_iterable_of_tasks(
             client.enqueue_many("q", one_task)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         client.enqueue_many("q", 3)  # type: ignore[arg-type]
-    assert keys_of(redis_client, prefix) == set()
+    assert keys_under(redis_client, prefix) == []
 
 
 def test_tasks_over_the_size_limit_raise_and_write_nothing(
@@ -206,7 +185,7 @@ def test_tasks_over_the_size_limit_raise_and_write_nothing(
             client.enqueue_many("q", ["fine", big])
     with pytest.raises(ValueError):
         client.enqueue("q", "\ud800")  # a lone surrogate has no UTF-8 form
-    assert keys_of(redis_client, prefix) == set()
+    assert keys_under(redis_client, prefix) == []
     client.enqueue("q", "x" * 16)  # exactly the limit is accepted
     assert client.count_tasks("q") == 1
 
@@ -220,7 +199,7 @@ def test_enqueue_many_with_one_bad_task_writes_none(
         client.enqueue_many("q", [*good, 7])  # type: ignore[list-item]
     with pytest.raises(ValueError):
         client.enqueue_many("q", [*good, b"x" * 1025])
-    assert keys_of(redis_client, prefix) == set()
+    assert keys_under(redis_client, prefix) == []
 
 
 # -- odd names and payloads work ------------------------------------------------------------

@@ -21,6 +21,7 @@ import pytest
 import redis
 
 import worqr
+from tests.support.timing import quiet
 from worqr.embedded import EmbeddedRedis
 
 QUEUES = [f"q{i}" for i in range(5)]
@@ -70,7 +71,7 @@ def run_with_deadline(scenario: Callable[[], None], deadline: float = DEADLINE) 
 def test_subscription_changes_while_the_listener_reconnects(
     pubsub_killer: EmbeddedRedis, prefix: str
 ) -> None:
-    settings = worqr.Settings(prefix=prefix, ttl=60, heartbeat=20, poll_interval=60)
+    settings = quiet(prefix)
 
     def scenario() -> None:
         for _ in range(30):
@@ -92,7 +93,7 @@ def test_subscription_changes_while_the_listener_reconnects(
 def test_async_subscription_changes_while_the_listener_reconnects(
     pubsub_killer: EmbeddedRedis, prefix: str
 ) -> None:
-    settings = worqr.Settings(prefix=prefix, ttl=60, heartbeat=20, poll_interval=60)
+    settings = quiet(prefix)
 
     async def rounds() -> None:
         for _ in range(30):
@@ -113,9 +114,7 @@ def test_close_while_redis_comes_back_and_the_listener_reconnects(
     """Redis goes down under a worker; close() starts while it is down and its
     goodbye (requeue, then unsubscribe) goes through as Redis comes back, while
     the listener reconnects. close() returns in time and leaves no thread."""
-    settings = worqr.Settings(
-        prefix=prefix, ttl=60, heartbeat=20, poll_interval=60, retry_deadline=20
-    )
+    settings = quiet(prefix, retry_deadline=20)
     down = threading.Event()
 
     def observe(event: str, fields: dict[str, Any]) -> None:

@@ -11,68 +11,23 @@ message has been delivered too.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from typing import Any
 
-import pytest
 import redis
 
 import worqr
+from tests.support.clients import Factory
+from tests.support.recorders import Events
 from tests.support.waiting import wait_until
 from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis
 
-QUIET = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}  # no fallback poll in a test
 
-Factory = Callable[..., worqr.Worqr]
-
-
-class Recorder:
-    """A listener that keeps every (event, message) with the time it arrived."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[float, str, Any]] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, event: str, message: Any) -> None:
-        with self._lock:
-            self.events.append((time.monotonic(), event, message))
-
-    def seen(self, event: str, message: Any = None) -> list[Any]:
-        with self._lock:
-            return [
-                m for _, e, m in self.events if e == event and (message is None or m == message)
-            ]
-
-    def wakes(self) -> list[int]:
-        """ "work" events that announced tasks (n > 0), not drain or poll hints."""
-        return [n for n in self.seen("work") if n > 0]
-
-    def hints(self) -> list[float]:
-        with self._lock:
-            return [t for t, e, m in self.events if e == "work" and m == 0]
-
-
-@pytest.fixture
-def make(redis_url: str, prefix: str) -> Iterator[Factory]:
-    made: list[worqr.Worqr] = []
-
-    def build(url: str = redis_url, **changes: Any) -> worqr.Worqr:
-        client = worqr.Worqr(url, settings=worqr.Settings(prefix=prefix, **QUIET | changes))
-        made.append(client)
-        return client
-
-    yield build
-    with ThreadPoolExecutor(max(1, len(made))) as pool:  # each close joins its threads
-        list(pool.map(lambda client: client.close(), made))
-
-
-def idle_worker(make: Factory, queue: str = "q", **changes: Any) -> tuple[worqr.Worqr, Recorder]:
+def idle_worker(make: Factory, queue: str = "q", **changes: Any) -> tuple[worqr.Worqr, Events]:
     """A started worker that listens on ``queue``, is subscribed and waits for work."""
-    client, recorder = make(**changes), Recorder()
+    client, recorder = make(**changes), Events()
     client.start_worker()
     client.on(queue, recorder)
     client.start_work(queue)  # joins the idle set
@@ -80,7 +35,7 @@ def idle_worker(make: Factory, queue: str = "q", **changes: Any) -> tuple[worqr.
     return client, recorder
 
 
-def fence(raw: redis.Redis, prefix: str, recorders: list[Recorder], queue: str = "q") -> None:
+def fence(raw: redis.Redis, prefix: str, recorders: list[Events], queue: str = "q") -> None:
     """Wait until every listener has heard everything published before now."""
     token = f"fence-{time.monotonic_ns()}"
     raw.publish(MeshKeys(prefix).queue(queue).events, f"cancel:{token}")
@@ -239,7 +194,7 @@ def test_fallback_poll_hint_arrives_every_poll_interval(make: Factory) -> None:
 
 def test_no_poll_hints_for_a_queue_not_worked(make: Factory, redis_client: redis.Redis) -> None:
     listener = make(poll_interval=0.2)
-    recorder = Recorder()
+    recorder = Events()
     listener.on("q", recorder)  # listens to events only; not a worker of the queue
     _, busy = idle_worker(make, poll_interval=0.2)
     wait_until(lambda: len(busy.hints()) >= 4)

@@ -11,7 +11,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -19,35 +19,11 @@ import pytest
 import redis
 
 import worqr
+from tests.support.clients import Factory
+from tests.support.mesh import queued
 from tests.support.waiting import wait_until
 from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis
-
-LONG = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}
-
-Factory = Callable[..., worqr.Worqr]
-
-
-@pytest.fixture
-def make(redis_url: str, prefix: str) -> Iterator[Factory]:
-    """``make(url=..., **settings)``: a client of the test's mesh; all closed after.
-    A test with a private server names that fixture before ``make``, so its
-    clients are closed while the server still runs."""
-    made: list[worqr.Worqr] = []
-
-    def build(url: str = redis_url, **changes: Any) -> worqr.Worqr:
-        client = worqr.Worqr(url, settings=worqr.Settings(prefix=prefix, **LONG | changes))
-        made.append(client)
-        return client
-
-    yield build
-    with ThreadPoolExecutor(max(1, len(made))) as pool:  # each close joins its threads
-        list(pool.map(lambda client: client.close(), made))
-
-
-def queued(raw: redis.Redis, prefix: str, queue: str = "q") -> list[bytes]:
-    return raw.lrange(MeshKeys(prefix).queue(queue).tasks, 0, -1)
-
 
 # -- scripts flushed --------------------------------------------------------------------
 
@@ -205,9 +181,9 @@ def test_enqueue_during_a_stall_is_ambiguous_and_never_doubled(
             producer.enqueue("q", "maybe")
         assert "not resent" in str(caught.value)
         wait_until(lambda: _answers(raw))
-        copies = queued(raw, prefix).count(b"maybe")
+        copies = queued(raw, prefix, "q").count("maybe")
         assert copies in (0, 1)
-        assert queued(raw, prefix).count(b"warm-up") == 1
+        assert queued(raw, prefix, "q").count("warm-up") == 1
     finally:
         raw.close()
 
@@ -224,9 +200,9 @@ def test_enqueue_many_during_a_stall_reports_what_is_certain(
             producer.enqueue_many("q", payloads)
         assert "0 of 1500 tasks were enqueued" in str(caught.value)
         wait_until(lambda: _answers(raw))
-        counts = Counter(queued(raw, prefix))
+        counts = Counter(queued(raw, prefix, "q"))
         assert max(counts.values()) == 1  # nothing twice
-        assert counts[b"t1000"] == 0  # the second batch was never sent
+        assert counts["t1000"] == 0  # the second batch was never sent
     finally:
         raw.close()
 
@@ -395,9 +371,10 @@ def test_cancel_racing_dequeue_and_worker_death(
 
     # Cancelled for good: in no queue, process or dead-letter list.
     keys = MeshKeys(prefix).queue("q")
-    everywhere = queued(redis_client, prefix) + redis_client.lrange(keys.failed, 0, -1)
-    everywhere += redis_client.hvals(keys.processes)
-    assert not {t.encode() for t in targets} & set(everywhere)
+    everywhere = queued(redis_client, prefix, "q")
+    everywhere += [t.decode() for t in redis_client.lrange(keys.failed, 0, -1)]
+    everywhere += [t.decode() for t in redis_client.hvals(keys.processes)]
+    assert not set(targets) & set(everywhere)
     # The race was real: some cancels caught copies in process.
     wait_until(lambda: any(cancels), message="no cancel ever hit a process")
 

@@ -41,12 +41,11 @@ from tests.support.fault_harness import (
     worker_ids,
 )
 from tests.support.metrics import scrape, value
+from tests.support.timing import quiet
 from tests.support.waiting import async_wait_until, wait_until
 from worqr._keys import MeshKeys
 from worqr.embedded import free_port
 from worqr.metrics.collector import MeshCollector
-
-QUIET = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}  # no timer fires
 
 
 @pytest.fixture
@@ -114,7 +113,7 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
             done[task] += 1
         time.sleep(0.001)
 
-    settings = worqr.WorkerSettings(client=worqr.Settings(prefix=prefix, **QUIET), concurrency=4)
+    settings = worqr.WorkerSettings(client=quiet(prefix), concurrency=4)
     workers = [worqr.Worker(redis_cluster.url, settings=settings, cluster=True) for _ in range(2)]
     threads = []
     for worker in workers:
@@ -358,7 +357,7 @@ def test_bad_cluster_arguments_are_refused_before_anything_is_created(
 @needs_asyncio_cluster
 def test_async_client_on_a_cluster(redis_cluster: LocalCluster, prefix: str) -> None:
     async def main() -> None:
-        settings = worqr.Settings(prefix=prefix, **QUIET)
+        settings = quiet(prefix)
         async with (
             worqr.AsyncWorqr(redis_cluster.url, cluster=True, settings=settings) as producer,
             worqr.AsyncWorqr(redis_cluster.url, cluster=True, settings=settings) as worker,
@@ -397,7 +396,7 @@ def test_asyncio_redis_cluster_clients_passed_in(redis_cluster: LocalCluster, pr
     async def main() -> None:
         client = AsyncRedisCluster.from_url(redis_cluster.url)
         subscriber = AsyncRedisCluster.from_url(redis_cluster.url)
-        settings = worqr.Settings(prefix=prefix, **QUIET)
+        settings = quiet(prefix)
         async with worqr.AsyncWorqr(redis=client, subscriber=subscriber, settings=settings) as wq:
             assert wq._cluster and resends(client) == 0
             heard: list[tuple[str, Any]] = []
@@ -437,7 +436,7 @@ def test_a_redis_6_2_cluster_falls_back_to_classic_pub_sub(
 ) -> None:
     with redis.Redis(port=cluster_62.ports[0]) as node:
         assert node.info("server")["redis_version"].startswith("6.2")
-    settings = worqr.Settings(prefix=prefix, **QUIET)
+    settings = quiet(prefix)
     with (
         worqr.Worqr(cluster_62.url, cluster=True, settings=settings) as producer,
         worqr.Worqr(cluster_62.url, cluster=True, settings=settings) as worker,
@@ -485,7 +484,7 @@ def test_cluster_benchmark_runs() -> None:
 def test_metrics_collector_on_a_cluster(redis_cluster: LocalCluster, prefix: str) -> None:
     """The exporter's collector reads a cluster: its pipelines span the masters."""
     collector = MeshCollector.from_url(redis_cluster.url, prefix, cluster=True)
-    settings = worqr.Settings(prefix=prefix, **QUIET)
+    settings = quiet(prefix)
     try:
         with worqr.Worqr(redis_cluster.url, cluster=True, settings=settings) as wq:
             queues = [f"q{i}" for i in range(6)]  # on every master
@@ -512,7 +511,7 @@ def test_sharded_publish_on_a_6_2_node_never_fails_after_writing(
     being upgraded) running a script on a 6.2 node: the script publishes
     classically instead of failing after its writes (Redis does not roll a
     script back), so an enqueue is neither an error nor a task pushed twice."""
-    settings = worqr.Settings(prefix=prefix, **QUIET)
+    settings = quiet(prefix)
     with worqr.Worqr(cluster_62.url, cluster=True, settings=settings) as client:
         client._core.publish = "SPUBLISH"
         client.start_worker()

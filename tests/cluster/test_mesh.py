@@ -13,8 +13,7 @@ connection); tests/cluster/test_faults.py covers those concerns for a cluster.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,25 +26,24 @@ import worqr
 from tests.client.test_api import (
     test_cancel_removes_queued_and_in_process_copies,
     test_cancelled_process_is_never_requeued_by_a_failover,
-    test_count_processes_and_processes_exist,
+    test_counts_per_queue_and_per_worker,
     test_delete_queue_drops_everything_fences_processes_and_tells_listeners,
     test_deleted_queue_can_be_used_again,
     test_dequeue_many_takes_up_to_count_from_the_front,
     test_enqueue_counts_and_dequeue_is_fifo,
     test_enqueue_many_keeps_order_across_batches,
-    test_fail_process_dead_letters_the_task,
+    test_fail_process_dead_letters_and_the_failed_list_can_be_requeued_or_purged,
     test_fail_worker_returns_every_queue_to_the_front_and_keeps_working,
     test_finish_process_is_fenced_and_accepts_an_id,
     test_get_queues_lists_known_queues_sorted,
     test_get_workers_and_worker_id,
     test_get_working_queues,
-    test_heartbeat_after_the_lease_is_lost_re_registers,
     test_heartbeat_refreshes_the_lease_and_takes_the_reaper_turn,
-    test_on_delivers_work_and_cancel_events,
-    test_peer_failover_returns_tasks_to_the_front_oldest_first,
+    test_held_tasks_go_back_to_the_front_oldest_first,
+    test_lost_lease_runs_hooks_and_observers_and_re_registers,
+    test_on_delivers_work_cancel_and_delete_events,
     test_reap_fails_only_dead_workers,
     test_stop_process_puts_the_task_at_the_front,
-    test_stop_work_returns_processes_to_the_front_oldest_first,
 )
 from tests.client.test_failover import (
     test_concurrent_reapers_requeue_each_task_exactly_once,
@@ -65,38 +63,38 @@ from tests.client.test_notify import (
     test_peer_failover_wakes_an_idle_worker,
     test_stop_process_wakes_an_idle_worker,
 )
+from tests.support.clients import Clients, Factory
 from tests.support.cluster import LocalCluster
+from tests.support.timing import quiet
 from tests.support.waiting import wait_until
 from worqr._core.lua import script_names
-
-LONG = {"ttl": 60.0, "heartbeat": 20.0, "poll_interval": 60.0}
 
 __all__ = [  # the borrowed tests, collected here with this module's fixtures
     "test_a_woken_worker_that_drains_the_queue_waits_again",
     "test_cancel_removes_queued_and_in_process_copies",
     "test_cancelled_process_is_never_requeued_by_a_failover",
     "test_concurrent_reapers_requeue_each_task_exactly_once",
-    "test_count_processes_and_processes_exist",
+    "test_counts_per_queue_and_per_worker",
     "test_delete_queue_drops_everything_fences_processes_and_tells_listeners",
     "test_deleted_queue_can_be_used_again",
     "test_dequeue_many_takes_up_to_count_from_the_front",
     "test_enqueue_counts_and_dequeue_is_fifo",
     "test_enqueue_many_keeps_order_across_batches",
     "test_enqueue_many_wakes_one_idle_worker_per_task",
-    "test_fail_process_dead_letters_the_task",
+    "test_fail_process_dead_letters_and_the_failed_list_can_be_requeued_or_purged",
     "test_fail_worker_and_stop_work_wake_an_idle_worker",
     "test_fail_worker_returns_every_queue_to_the_front_and_keeps_working",
     "test_finish_process_is_fenced_and_accepts_an_id",
     "test_get_queues_lists_known_queues_sorted",
     "test_get_workers_and_worker_id",
     "test_get_working_queues",
-    "test_heartbeat_after_the_lease_is_lost_re_registers",
     "test_heartbeat_refreshes_the_lease_and_takes_the_reaper_turn",
+    "test_held_tasks_go_back_to_the_front_oldest_first",
+    "test_lost_lease_runs_hooks_and_observers_and_re_registers",
     "test_max_recoveries_minus_one_never_dead_letters",
-    "test_on_delivers_work_and_cancel_events",
+    "test_on_delivers_work_cancel_and_delete_events",
     "test_one_reaper_per_interval",
     "test_one_task_wakes_exactly_one_idle_worker",
-    "test_peer_failover_returns_tasks_to_the_front_oldest_first",
     "test_peer_failover_wakes_an_idle_worker",
     "test_peer_requeues_exactly_the_dead_workers_tasks",
     "test_peers_fail_an_expired_worker_on_their_own",
@@ -104,7 +102,6 @@ __all__ = [  # the borrowed tests, collected here with this module's fixtures
     "test_reap_fails_only_dead_workers",
     "test_stop_process_puts_the_task_at_the_front",
     "test_stop_process_wakes_an_idle_worker",
-    "test_stop_work_returns_processes_to_the_front_oldest_first",
     "test_zombie_is_fenced_then_recovers_under_a_new_id",
     "test_zombie_that_finds_out_first_fails_its_old_id_itself",
 ]
@@ -134,38 +131,17 @@ def redis_client(redis_cluster: LocalCluster) -> Iterator[redis.Redis]:
 
 
 @pytest.fixture
-def make(
-    request: pytest.FixtureRequest, redis_cluster_url: str, prefix: str
-) -> Iterator[Callable[..., worqr.Worqr]]:
-    """The ``make`` fixture of the module the test comes from, on the cluster:
-    tests.client.test_failover's starts the worker unless ``start=False``."""
-    made: list[worqr.Worqr] = []
-    starts = request.function.__module__ == "tests.client.test_failover"
-
-    def build(start: bool = starts, **changes: Any) -> worqr.Worqr:
-        settings = worqr.Settings(prefix=prefix, **LONG | changes)
-        client = worqr.Worqr(redis_cluster_url, settings=settings, cluster=True)
-        made.append(client)
-        if start:
-            client.start_worker()
-        return client
-
-    yield build
-    with ThreadPoolExecutor(max(1, len(made))) as pool:  # each close joins its threads
-        list(pool.map(lambda client: client.close(), made))
+def clients(redis_cluster_url: str, prefix: str) -> Iterator[Clients]:
+    """The shared client factory, on the cluster: every client it makes (and so
+    the ``make``, ``wq`` and ``worker`` fixtures) is ``Worqr(url, cluster=True)``."""
+    made = Clients(redis_cluster_url, prefix, cluster=True)
+    try:
+        yield made
+    finally:
+        made.close_all()
 
 
-@pytest.fixture
-def wq(make: Callable[..., worqr.Worqr]) -> worqr.Worqr:
-    return make(start=False)
-
-
-@pytest.fixture
-def worker(make: Callable[..., worqr.Worqr]) -> worqr.Worqr:
-    return make(start=True)
-
-
-def test_clients_are_in_cluster_mode_and_publish_sharded(make: Callable[..., worqr.Worqr]) -> None:
+def test_clients_are_in_cluster_mode_and_publish_sharded(make: Factory) -> None:
     client = make(start=True)
     client.start_work("q")
     assert client._cluster
@@ -173,13 +149,13 @@ def test_clients_are_in_cluster_mode_and_publish_sharded(make: Callable[..., wor
 
 
 def test_close_leaves_the_mesh_and_stops_every_thread(
-    make: Callable[..., worqr.Worqr], redis_cluster_url: str, prefix: str
+    make: Factory, redis_cluster_url: str, prefix: str
 ) -> None:
     """Like the standalone test, plus the per-node subscriber threads: queues on
     different masters mean one subscriber connection (and thread) per master."""
-    producer = make(start=False)
+    producer = make()
     before = set(threading.enumerate())
-    settings = worqr.Settings(prefix=prefix, **LONG)
+    settings = quiet(prefix)
     with worqr.Worqr(redis_cluster_url, settings=settings, cluster=True) as worker:
         worker.start_worker()
         queues = [f"q{i}" for i in range(12)]  # 12 slots: every master owns some
@@ -196,11 +172,11 @@ def test_close_leaves_the_mesh_and_stops_every_thread(
     wait_until(lambda: set(threading.enumerate()) - before == set(), message="threads left")
 
 
-def test_every_script_and_read_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) -> None:
+def test_every_script_and_read_runs_on_the_cluster(make: Factory) -> None:
     """Each script touches one slot and each read one key (or keys of one slot):
     on a cluster a cross-slot call fails with CROSSSLOT. Every script worqr has
     and every public read runs here; the scripts are counted as they run."""
-    client = make(start=False)
+    client = make()
     ran: set[str] = set()
 
     execute_once = client._execute_once
