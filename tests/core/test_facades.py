@@ -65,3 +65,5 @@ def test_what_waits_on_redis_is_a_coroutine_in_the_async_client() -> None:
         assert inspect.iscoroutinefunction(method) is (name not in local), name
         assert not inspect.iscoroutinefunction(getattr(worqr.Worqr, name)), name
     assert inspect.iscoroutinefunction(worqr.AsyncWorqr.aclose)
+    assert inspect.iscoroutinefunction(worqr.AsyncWorqr.__aenter__)
+    assert inspect.iscoroutinefunction(worqr.AsyncWorqr.__aexit__)
