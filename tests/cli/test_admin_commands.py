@@ -11,7 +11,6 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,12 +19,6 @@ import worqr
 from tests.support.cli import WORQR, cli_env, run_cli
 from tests.support.processes import stop
 from tests.support.waiting import wait_until
-
-
-@pytest.fixture
-def wq(redis_url: str, prefix: str) -> Iterator[worqr.Worqr]:
-    with worqr.Worqr(redis_url, prefix=prefix) as client:
-        yield client
 
 
 def test_enqueue_arguments_in_order(redis_url: str, prefix: str, wq: worqr.Worqr) -> None:

@@ -8,25 +8,12 @@ import pytest
 import redis
 from prometheus_client import CollectorRegistry, generate_latest
 
-from worqr import Settings, Worqr
+from tests.support.metrics import scrape, value
+from tests.support.timing import quiet
+from worqr import Worqr
 from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis, free_port
 from worqr.metrics.collector import STAT_EVENTS, MeshCollector
-
-Snapshot = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def scrape(collector: MeshCollector) -> Snapshot:
-    """One scrape: every sample by name and labels."""
-    return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in collector.collect()
-        for sample in family.samples
-    }
-
-
-def value(snapshot: Snapshot, name: str, **labels: str) -> float | None:
-    return snapshot.get((name, frozenset(labels.items())))
 
 
 @pytest.fixture
@@ -36,18 +23,13 @@ def collector(redis_url: str, prefix: str) -> Iterator[MeshCollector]:
     made.close()
 
 
-def slow_settings(prefix: str) -> Settings:
-    # Timers that never fire during a test: every step is called directly.
-    return Settings(prefix=prefix, ttl=60, heartbeat=30)
-
-
 def test_collector_reports_queues_workers_and_lifetime_events(
     redis_url: str, prefix: str, redis_client: redis.Redis, collector: MeshCollector
 ) -> None:
     odd = "orders: ünïcode ✓"  # names are data, including in labels
     with (
-        Worqr(redis_url, settings=slow_settings(prefix)) as wq,
-        Worqr(redis_url, settings=slow_settings(prefix)) as peer,
+        Worqr(redis_url, settings=quiet(prefix)) as wq,
+        Worqr(redis_url, settings=quiet(prefix)) as peer,
     ):
         wq.enqueue_many("alpha", [f"a{i}" for i in range(6)])
         wq.enqueue_many(odd, ["x", "y"])
@@ -102,7 +84,7 @@ def test_collector_reports_queues_workers_and_lifetime_events(
 def test_no_label_carries_a_payload_or_an_id(
     redis_url: str, prefix: str, collector: MeshCollector
 ) -> None:
-    with Worqr(redis_url, settings=slow_settings(prefix)) as wq:
+    with Worqr(redis_url, settings=quiet(prefix)) as wq:
         worker = wq.start_worker()
         wq.enqueue("beta", "secret-payload-123")
         process = wq.dequeue("beta")
@@ -115,7 +97,7 @@ def test_no_label_carries_a_payload_or_an_id(
 
 
 def test_queue_count_is_bounded(redis_url: str, prefix: str) -> None:
-    with Worqr(redis_url, settings=slow_settings(prefix)) as wq:
+    with Worqr(redis_url, settings=quiet(prefix)) as wq:
         for name in ("q1", "q2", "q3"):
             wq.enqueue(name, "t")
     client = redis.Redis.from_url(redis_url)

@@ -9,8 +9,9 @@ from collections.abc import Callable
 import redis
 from prometheus_client import CollectorRegistry
 
+from tests.support.timing import quiet
 from tests.support.waiting import wait_until
-from worqr import Retry, Settings, Worker, Worqr, current_process
+from worqr import Retry, Worker, Worqr, current_process
 from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis
 from worqr.metrics import install_worker_metrics
@@ -25,10 +26,6 @@ def reader(registry: CollectorRegistry) -> Callable[..., float]:
     return value
 
 
-def slow(prefix: str) -> Settings:
-    return Settings(prefix=prefix, ttl=60, heartbeat=30)  # timers never fire: steps are called
-
-
 def test_observer_counts_registrations_peers_recoveries_and_lease_loss(
     redis_url: str, prefix: str, redis_client: redis.Redis
 ) -> None:
@@ -36,13 +33,13 @@ def test_observer_counts_registrations_peers_recoveries_and_lease_loss(
     metrics = WorkerMetrics(registry)
     value = reader(registry)
     mesh = MeshKeys(prefix)
-    with Worqr(redis_url, settings=slow(prefix)) as wq:
+    with Worqr(redis_url, settings=quiet(prefix)) as wq:
         wq.add_hooks(metrics)
         wq.start_worker()
         assert value("worqr_registrations_total") == 1
 
         wq.enqueue_many("jobs", ["a", "b", "c"])
-        with Worqr(redis_url, settings=slow(prefix)) as peer:
+        with Worqr(redis_url, settings=quiet(prefix)) as peer:
             peer_id = peer.start_worker()
             assert len(peer.dequeue_many("jobs", 2)) == 2
             redis_client.delete(mesh.alive(peer_id))  # its lease ran out
@@ -52,7 +49,7 @@ def test_observer_counts_registrations_peers_recoveries_and_lease_loss(
         assert value("worqr_tasks_poisoned_total") == 0
 
         wq.configure_queue("jobs", max_recoveries=0)  # the next recovery is one too many
-        with Worqr(redis_url, settings=slow(prefix)) as peer:
+        with Worqr(redis_url, settings=quiet(prefix)) as peer:
             peer_id = peer.start_worker()
             assert peer.dequeue("jobs") is not None
             redis_client.delete(mesh.alive(peer_id))

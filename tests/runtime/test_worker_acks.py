@@ -6,31 +6,14 @@ failed while its finishes wait gets them refused, and its tasks run elsewhere.""
 from __future__ import annotations
 
 import threading
-from collections import Counter
-from typing import Any
-
-import redis.asyncio
 
 import worqr
 from tests.support.fault_proxy import FaultProxy
-from tests.support.mesh import sha
+from tests.support.mesh import CountingAsyncRedis, sha
 from tests.support.recorders import HookCounter
 from tests.support.waiting import wait_until
 from tests.support.workers import Runner, worker_settings
 from worqr.embedded import EmbeddedRedis
-
-
-class CountingAsyncRedis(redis.asyncio.Redis):
-    """A real asyncio client that counts the scripts it sends, by sha."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.scripts: Counter[str] = Counter()
-
-    async def execute_command(self, *args: Any, **options: Any) -> Any:
-        if args and args[0] == "EVALSHA":
-            self.scripts[str(args[1])] += 1
-        return await super().execute_command(*args, **options)
 
 
 def test_finishes_ride_on_dequeues_and_each_reaches_the_hooks(
