@@ -26,6 +26,7 @@ import redis
 import worqr
 from tests.support.clients import Factory
 from tests.support.mesh import kill, queued, sha
+from tests.support.processes import stop
 from tests.support.recorders import OnLeaseLost
 from tests.support.timing import quiet
 from tests.support.waiting import wait_until
@@ -318,9 +319,7 @@ def test_sigkilled_worker_is_failed_by_a_peer_within_ttl_plus_heartbeat(
         wait_until(lambda: producer.count_tasks("q") == 3, timeout=5, message="peer failover")
         took = time.monotonic() - killed
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(10)
+        stop(child)
     assert took <= 0.6 + 2 * 0.2 + 0.5, took  # ttl + heartbeat (+ a reaper turn) + slack
     assert queued(redis_client, prefix, "q") == ["a", "b", "c"]
     assert producer.get_workers() == [peer.worker_id]

@@ -53,6 +53,7 @@ def test_exporter_serves_the_mesh_and_stops_on_sigterm(redis_url: str, prefix: s
             exporter.wait()
         assert exporter.stderr is not None
         log = exporter.stderr.read().decode()
+        exporter.stderr.close()
     assert "serving http://127.0.0.1:" in log
 
 
@@ -79,6 +80,7 @@ def test_a_password_never_shows(make_redis: Callable[..., EmbeddedRedis]) -> Non
             exporter.wait()
         assert exporter.stderr is not None
         log = exporter.stderr.read().decode()
+        exporter.stderr.close()
     assert "cannot read the mesh" in log
     assert secret not in log
 

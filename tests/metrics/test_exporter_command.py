@@ -7,6 +7,7 @@ import signal
 import worqr
 from tests.support.cli import run_cli, start_cli
 from tests.support.metrics import scrape_metrics
+from tests.support.processes import stop
 from tests.support.waiting import wait_until
 from worqr.embedded import free_port
 
@@ -22,9 +23,7 @@ def test_exporter_serves_queue_figures_and_exits_0_on_sigterm(redis_url: str, pr
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def test_exporter_errors_are_one_line() -> None:

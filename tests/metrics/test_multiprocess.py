@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support.metrics import Snapshot, scrape
 from worqr.metrics.serve import mark_dead, multiprocess_registry, serve
 
 # A worker process's metrics, driven through the hooks; it waits for stdin to close.
@@ -55,10 +56,11 @@ class Child:
         self.process.wait(timeout=10)
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            assert self.process.stdin is not None
-            self.process.stdin.close()
-            self.process.wait(timeout=10)
+        """Let the child end (its stdin closes), reap it and close its pipes."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=10)
+        self.process.stdout.close()
 
 
 @pytest.fixture
@@ -69,13 +71,9 @@ def children(tmp_path: Path) -> Iterator[list[Child]]:
         child.close()
 
 
-def read(directory: Path) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    registry = multiprocess_registry(str(directory))
-    return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in registry.collect()
-        for sample in family.samples
-    }
+def read(directory: Path) -> Snapshot:
+    """Every sample of the children's metrics files, as one endpoint serves them."""
+    return scrape(multiprocess_registry(str(directory)))
 
 
 JOBS = frozenset({("queue", "jobs")})

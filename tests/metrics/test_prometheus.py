@@ -229,6 +229,8 @@ class Mesh:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
         self.endpoint.close()
 
 

@@ -5,6 +5,7 @@ failed while its finishes wait gets them refused, and its tasks run elsewhere.""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import worqr
@@ -31,7 +32,13 @@ def test_finishes_ride_on_dequeues_and_each_reaches_the_hooks(
     async def handle(task: str) -> None:
         ran.append(task)
 
-    runner.start(worker)
+    async def serve() -> None:
+        try:
+            await worker.run_async()
+        finally:  # a client passed in is the caller's to close, on the loop it ran on
+            await counting.aclose()
+
+    runner.start(worker, lambda: asyncio.run(serve()))
     client.enqueue_many("q", [f"t{i}" for i in range(n)])
     wait_until(lambda: hooks.total("finished") == n)
     assert sorted(ran) == sorted(f"t{i}" for i in range(n))  # each ran once

@@ -8,6 +8,7 @@ import signal
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def children(pid: int) -> list[int]:
@@ -41,8 +42,9 @@ def kill_pids(pids: Sequence[int]) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL a process the test started (if still running) and reap it."""
+def stop(process: subprocess.Popen[Any]) -> None:
+    """SIGKILL a process the test started (if still running), reap it and close
+    its pipes."""
     if process.poll() is None:
         process.kill()
     process.wait(10)

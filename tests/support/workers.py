@@ -5,6 +5,7 @@ tests/runtime/conftest.py)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import worqr
@@ -26,8 +27,10 @@ class Runner:
     def __init__(self) -> None:
         self.threads: list[tuple[worqr.Worker, threading.Thread]] = []
 
-    def start(self, worker: worqr.Worker) -> worqr.Worker:
-        thread = threading.Thread(target=worker.run, daemon=True)
+    def start(self, worker: worqr.Worker, run: Callable[[], object] | None = None) -> worqr.Worker:
+        """Run ``worker`` in a thread (``worker.run``, or ``run`` that runs it)
+        and wait until it has started."""
+        thread = threading.Thread(target=run or worker.run, daemon=True)
         thread.start()
         self.threads.append((worker, thread))
         assert worker.wait_started(10), "worker did not start"
