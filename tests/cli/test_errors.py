@@ -91,6 +91,7 @@ def taken_port() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_redis_on_a_taken_port(taken_port: int) -> None:
     result = run_cli("redis", "--port", str(taken_port))
     assert_one_line_error(result, 1, "worqr redis: error:")
@@ -197,6 +198,7 @@ def test_worker_metrics_port_taken(
     assert_one_line_error(result, 1, "cannot serve metrics on 127.0.0.1")
 
 
+@pytest.mark.slow
 def test_demo_against_an_unreachable_redis(dead_url: str) -> None:
     result = run_cli("demo", "--url", dead_url)
     assert_one_line_error(result, 1, "worqr demo: error:", "Connection refused")

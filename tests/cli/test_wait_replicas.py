@@ -151,6 +151,8 @@ def test_replication_timeout_exits_3_with_the_tasks_on_the_master_once(
         assert queued == [b"t%d" % n for n in reversed(range(1000))]
 
 
+@pytest.mark.sentinel
+@pytest.mark.slow
 def test_through_sentinel_flags(
     make_sentinel_group: Callable[..., SentinelGroup], prefix: str
 ) -> None:

@@ -131,6 +131,7 @@ def make_mesh(tmp_path: Path) -> Iterator[Callable[[str, str], Mesh]]:
         mesh.close()
 
 
+@pytest.mark.slow
 def test_sigterm_returns_in_flight_tasks_and_deregisters(
     make_mesh: Callable[[str, str], Mesh], redis_url: str, prefix: str
 ) -> None:
@@ -161,6 +162,7 @@ def test_sigterm_returns_in_flight_tasks_and_deregisters(
     assert "Traceback" not in mesh.log()
 
 
+@pytest.mark.slow
 def test_sigkilled_child_is_restarted_and_peers_finish_its_tasks(
     make_mesh: Callable[[str, str], Mesh], redis_url: str, prefix: str
 ) -> None:
@@ -204,6 +206,7 @@ def test_sigkilled_child_is_restarted_and_peers_finish_its_tasks(
     assert mesh.client.get_workers() == []
 
 
+@pytest.mark.slow
 def test_cancel_queued_running_and_persistent_tasks_from_the_cli(
     make_mesh: Callable[[str, str], Mesh], redis_url: str, prefix: str
 ) -> None:
@@ -238,6 +241,8 @@ def test_cancel_queued_running_and_persistent_tasks_from_the_cli(
     assert mesh.client.get_workers() == []
 
 
+@pytest.mark.fault
+@pytest.mark.slow
 def test_workers_resume_after_a_redis_restart(
     make_mesh: Callable[[str, str], Mesh], fresh_redis: EmbeddedRedis, prefix: str
 ) -> None:
@@ -310,6 +315,7 @@ def test_timing_options_reach_every_process(
     assert mesh.stop() == 0
 
 
+@pytest.mark.slow
 def test_max_restarts_stops_the_supervisor_at_the_limit(
     make_mesh: Callable[[str, str], Mesh], redis_url: str, prefix: str
 ) -> None:

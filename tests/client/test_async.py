@@ -777,6 +777,7 @@ def test_cancelling_aclose_is_not_swallowed(redis_url: str, prefix: str) -> None
 # -- scripts flushed -----------------------------------------------------------------------
 
 
+@pytest.mark.fault
 def test_async_client_survives_scripts_flushed_under_load(
     redis_url: str, redis_client: redis.Redis, prefix: str
 ) -> None:

@@ -9,9 +9,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 import worqr
 from tests.support.waiting import async_wait_until
 from worqr.embedded import EmbeddedRedis
+
+pytestmark = pytest.mark.fault
 
 
 def test_listener_hears_wake_ups_right_after_a_redis_restart(

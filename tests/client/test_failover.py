@@ -297,6 +297,7 @@ WORKER_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigkilled_worker_is_failed_by_a_peer_within_ttl_plus_heartbeat(
     make: Factory, redis_url: str, prefix: str, redis_client: redis.Redis
 ) -> None:

@@ -24,6 +24,8 @@ import worqr
 from tests.support.timing import quiet
 from worqr.embedded import EmbeddedRedis
 
+pytestmark = pytest.mark.fault
+
 QUEUES = [f"q{i}" for i in range(5)]
 DEADLINE = 90.0  # the whole scenario; a round takes milliseconds when nothing hangs
 
@@ -90,6 +92,7 @@ def test_subscription_changes_while_the_listener_reconnects(
     run_with_deadline(scenario)
 
 
+@pytest.mark.slow
 def test_async_subscription_changes_while_the_listener_reconnects(
     pubsub_killer: EmbeddedRedis, prefix: str
 ) -> None:

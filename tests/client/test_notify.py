@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import redis
 
 import worqr
@@ -156,6 +157,7 @@ def test_fail_worker_and_stop_work_wake_an_idle_worker(make: Factory) -> None:
     wait_until(lambda: recorder.wakes() == [3, 3], message="stop_work woke nobody")
 
 
+@pytest.mark.fault
 def test_killed_subscriber_resubscribes_and_loses_no_wake_up(
     make_redis: Callable[..., EmbeddedRedis], make: Factory
 ) -> None:
@@ -181,6 +183,7 @@ def test_killed_subscriber_resubscribes_and_loses_no_wake_up(
         raw.close()
 
 
+@pytest.mark.slow
 def test_fallback_poll_hint_arrives_every_poll_interval(make: Factory) -> None:
     _, recorder = idle_worker(make, poll_interval=0.5)
     subscribed = recorder.hints()[0]

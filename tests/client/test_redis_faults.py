@@ -25,6 +25,8 @@ from tests.support.waiting import wait_until
 from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis
 
+pytestmark = pytest.mark.fault
+
 # -- scripts flushed --------------------------------------------------------------------
 
 
@@ -137,6 +139,7 @@ def private_url(make_redis: Callable[..., EmbeddedRedis]) -> str:
     return make_redis().url
 
 
+@pytest.mark.slow
 def test_dequeue_whose_reply_was_lost_is_resent_and_hides_nothing(
     private_url: str, make: Factory, prefix: str
 ) -> None:
@@ -170,6 +173,7 @@ def _script_calls(raw: redis.Redis) -> int:
     return int(raw.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
 
 
+@pytest.mark.slow
 def test_enqueue_during_a_stall_is_ambiguous_and_never_doubled(
     private_url: str, make: Factory, prefix: str
 ) -> None:
@@ -188,6 +192,7 @@ def test_enqueue_during_a_stall_is_ambiguous_and_never_doubled(
         raw.close()
 
 
+@pytest.mark.slow
 def test_enqueue_many_during_a_stall_reports_what_is_certain(
     private_url: str, make: Factory, prefix: str
 ) -> None:
@@ -236,6 +241,7 @@ def test_calls_succeed_when_redis_comes_back_within_the_deadline(
         restart.join()
 
 
+@pytest.mark.slow
 def test_redis_unavailable_after_the_deadline(
     fresh_redis: EmbeddedRedis, make: Factory, prefix: str
 ) -> None:

@@ -20,6 +20,8 @@ from tests.support.cluster import LocalCluster, needs_asyncio_cluster
 from tests.support.waiting import wait_until
 from worqr._keys import MeshKeys
 
+pytestmark = [pytest.mark.cluster, pytest.mark.fault, pytest.mark.slow]
+
 AT_RISK_S = 1.0  # acknowledged this long before the kill: replication may not have copied it
 
 

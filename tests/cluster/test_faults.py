@@ -47,6 +47,8 @@ from worqr._keys import MeshKeys
 from worqr.embedded import free_port
 from worqr.metrics.collector import MeshCollector
 
+pytestmark = [pytest.mark.cluster, pytest.mark.fault]
+
 
 @pytest.fixture
 def raw(redis_cluster: LocalCluster) -> Iterator[RedisCluster]:
@@ -90,6 +92,7 @@ def other_master(cluster: LocalCluster, *slots: int) -> int:
 
 
 @needs_asyncio_cluster
+@pytest.mark.slow
 def test_slot_migration_of_a_busy_queue_loses_nothing(
     redis_cluster: LocalCluster, raw: RedisCluster, prefix: str
 ) -> None:
@@ -208,6 +211,7 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
 
 
 @needs_asyncio_cluster
+@pytest.mark.slow
 def test_sigkilled_workers_on_a_cluster_lose_nothing(
     redis_cluster: LocalCluster, raw: RedisCluster, tmp_path: Path
 ) -> None:
@@ -286,6 +290,7 @@ class NodeStall:
         self.thread.join(self.seconds + 5)
 
 
+@pytest.mark.slow
 def test_enqueue_into_a_stalled_node_is_ambiguous_and_never_doubled(
     redis_cluster: LocalCluster, raw: RedisCluster, prefix: str
 ) -> None:
@@ -431,6 +436,7 @@ def cluster_62() -> Iterator[LocalCluster]:
         cluster.close()
 
 
+@pytest.mark.slow
 def test_a_redis_6_2_cluster_falls_back_to_classic_pub_sub(
     cluster_62: LocalCluster, prefix: str
 ) -> None:
@@ -471,6 +477,7 @@ def test_cli_cluster_flag(redis_cluster: LocalCluster, prefix: str) -> None:
     assert without.returncode != 0 and "--cluster" in without.stderr
 
 
+@pytest.mark.slow
 def test_cluster_benchmark_runs() -> None:
     """`python -m benchmarks.cluster` end to end, tiny: every task enqueued is
     drained once (the benchmark raises on any loss)."""
@@ -534,6 +541,7 @@ def test_sharded_publish_on_a_6_2_node_never_fails_after_writing(
 
 
 @needs_asyncio_cluster
+@pytest.mark.slow
 def test_an_unreachable_cluster_is_an_outage_not_a_crash(prefix: str) -> None:
     """No node answers: the asyncio client (it reads the slot map on first use)
     retries for ``retry_deadline`` and raises RedisUnavailableError, as for a

@@ -69,6 +69,8 @@ from tests.support.timing import quiet
 from tests.support.waiting import wait_until
 from worqr._core.lua import script_names
 
+pytestmark = pytest.mark.cluster
+
 __all__ = [  # the borrowed tests, collected here with this module's fixtures
     "test_a_woken_worker_that_drains_the_queue_waits_again",
     "test_cancel_removes_queued_and_in_process_copies",

@@ -28,6 +28,8 @@ from tests.support.waiting import wait_until
 from worqr._keys import MeshKeys
 from worqr.embedded_cluster import node_client
 
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
 
 @pytest.fixture(scope="module")
 def replicated() -> Iterator[LocalCluster]:

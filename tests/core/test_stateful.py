@@ -425,6 +425,7 @@ class MeshMachine(RuleBasedStateMachine):
 # A passing run takes seconds; a failing one shrinks for minutes before it prints
 # the minimal failing sequence, which the default timeout would swallow.
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_random_operations_keep_every_invariant(redis_url: str) -> None:
     closes: list[Future[None]] = []
     with ThreadPoolExecutor(8) as pool:

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks.harness import Probe
 from benchmarks.mesh import _wakeups
 from tests.support import ROOT
@@ -29,6 +31,7 @@ def compare(tmp_path: Path, *args: str) -> dict[str, Any]:
     return document
 
 
+@pytest.mark.slow
 def test_worqr_runs_through_every_worker_workload(tmp_path: Path) -> None:
     workloads = "enqueue,drain,latency,cost,memory,recovery"
     document = compare(tmp_path, "--systems", "worqr", "--workloads", workloads)
@@ -46,6 +49,7 @@ def test_worqr_runs_through_every_worker_workload(tmp_path: Path) -> None:
     assert "| worqr |" in table and "Targets (issue 6)" in table
 
 
+@pytest.mark.slow
 def test_installed_peers_drain_every_task(tmp_path: Path) -> None:
     document = compare(tmp_path, "--systems", PEERS, "--workloads", "drain")
     assert "raw-list" in document["systems"]  # needs only redis-py: always there
@@ -55,6 +59,8 @@ def test_installed_peers_drain_every_task(tmp_path: Path) -> None:
         assert drain["completed"] == drain["distinct"] == drain["n"], run["system"]
 
 
+@pytest.mark.sentinel
+@pytest.mark.slow
 def test_durability_benchmark_runs() -> None:
     """`python -m benchmarks.durability` on its own Sentinel setup, tiny sizes."""
     command = [sys.executable, "-m", "benchmarks.durability"]
@@ -78,6 +84,7 @@ def test_wakeups_per_task_do_not_grow_with_idle_workers(fresh_redis: EmbeddedRed
         probe.close()
 
 
+@pytest.mark.slow
 def test_drain_concurrency_benchmark_runs() -> None:
     """`python -m benchmarks.drain_concurrency` with tiny sizes: a row per handler
     kind and concurrency, each with a positive rate (every task started)."""

@@ -216,6 +216,7 @@ def test_every_command_parses_and_the_worker_target_is_a_worker(
     assert checked >= 3
 
 
+@pytest.mark.slow
 def test_the_compose_app_produces_and_works(
     make_redis: Callable[..., EmbeddedRedis], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import redis
 
 import worqr
@@ -17,6 +18,7 @@ def summary_numbers(stdout: str) -> dict[str, int]:
     return {name: int(value) for name, value in found}
 
 
+@pytest.mark.slow
 def test_demo_runs_on_its_own_redis_and_balances() -> None:
     result = run_cli("demo", timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -35,6 +37,7 @@ def test_demo_runs_on_its_own_redis_and_balances() -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_demo_on_a_given_redis_leaves_no_queues(redis_url: str, redis_client: redis.Redis) -> None:
     result = run_cli("demo", "--url", redis_url, "--tasks", "400", "--processes", "3", timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr

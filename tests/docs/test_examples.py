@@ -40,7 +40,16 @@ def test_every_example_is_tested() -> None:
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(EXPECTED)
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+MARKS = {
+    # Starts a real Prometheus when one is installed (CI installs it).
+    "metrics_prometheus.py": [pytest.mark.slow, pytest.mark.prometheus],
+    "persistent_tasks.py": [pytest.mark.slow],
+}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=MARKS.get(name, [])) for name in sorted(EXPECTED)]
+)
 def test_example_runs(name: str, redis_url: str, prefix: str) -> None:
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / name), "--url", redis_url, "--prefix", prefix],

@@ -10,12 +10,15 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import redis
 
 import worqr
 from tests.support.fault_harness import QUEUE, Checker, Figures, meshes, new_mesh, read_log, seeded
 from tests.support.waiting import wait_until
 from worqr.embedded import EmbeddedRedis
+
+pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
 SOCKET_TIMEOUT = 0.25
 SLEEP = 0.8  # > socket timeout; < TTL, so no lease expires: every effect is ambiguity

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 
 import worqr
@@ -28,6 +29,8 @@ from tests.support.fault_harness import (
 from tests.support.waiting import wait_until
 from worqr._cli.supervisor import RestartPolicy
 from worqr.embedded import EmbeddedRedis
+
+pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
 TTL, HEARTBEAT = 1.0, 0.2
 PROCESSES = 3

@@ -22,6 +22,8 @@ from tests.support.fault_harness import Checker, Figures, meshes, new_mesh, read
 from tests.support.waiting import wait_until
 from worqr.embedded import EmbeddedRedis
 
+pytestmark = [pytest.mark.fault, pytest.mark.slow]
+
 # Colons, glob characters, spaces, unicode, right-to-left text and a
 # right-to-left override: all plain data.
 QUEUES = ["a:b:c", "q*?[x]", "with space", "ünïcødé-队列", "שלום עולם", "\u202eevil", "big"]

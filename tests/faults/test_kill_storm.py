@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import redis
 
 import worqr
@@ -24,6 +25,8 @@ from tests.support.fault_harness import (
 )
 from tests.support.waiting import wait_until
 from worqr.embedded import EmbeddedRedis
+
+pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
 TTL, HEARTBEAT = 1.0, 0.2
 KILLS = 30

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import redis
 
 import worqr
@@ -20,6 +21,8 @@ from tests.support import ROOT
 from tests.support.fault_harness import QUEUE, Checker, Figures, seeded
 from tests.support.waiting import wait_until
 from worqr.embedded import EmbeddedRedis
+
+pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
 HOLDER = """
 import sys, worqr

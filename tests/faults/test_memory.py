@@ -18,10 +18,13 @@ from tests.support.fault_harness import QUEUE, Checker, Figures, meshes, new_mes
 from tests.support.waiting import wait_until
 from worqr.embedded import EmbeddedRedis
 
+pytestmark = pytest.mark.fault
+
 TTL, HEARTBEAT = 1.0, 0.2
 PADDING = 8 * 1024
 
 
+@pytest.mark.slow
 def test_maxmemory_noeviction_refuses_clearly_and_loses_nothing(
     make_redis: Callable[..., EmbeddedRedis], tmp_path: Path
 ) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 
 import worqr
@@ -16,6 +17,8 @@ from tests.support.fault_harness import QUEUE, Checker, Figures, meshes, new_mes
 from tests.support.fault_proxy import FaultProxy
 from tests.support.waiting import wait_until
 from worqr.embedded import EmbeddedRedis
+
+pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
 TTL, HEARTBEAT = 1.5, 0.3
 TIMING = ("--ttl", str(TTL), "--heartbeat", str(HEARTBEAT), "--concurrency", "2")

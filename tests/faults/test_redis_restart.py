@@ -17,6 +17,8 @@ from tests.support.fault_harness import QUEUE, Checker, Figures, meshes, new_mes
 from tests.support.waiting import wait_until
 from worqr.embedded import EmbeddedRedis
 
+pytestmark = [pytest.mark.fault, pytest.mark.slow]
+
 TTL, HEARTBEAT = 2.0, 0.4
 TIMING = ("--ttl", str(TTL), "--heartbeat", str(HEARTBEAT), "--concurrency", "4")
 

@@ -8,12 +8,15 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import redis
 
 import worqr
 from tests.support.fault_harness import QUEUE, Checker, Figures, meshes, new_mesh, read_log, seeded
 from tests.support.waiting import wait_until
 from worqr.embedded import EmbeddedRedis
+
+pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
 TTL, HEARTBEAT = 1.0, 0.2
 TIMING = ("--ttl", str(TTL), "--heartbeat", str(HEARTBEAT), "--concurrency", "4")

@@ -31,6 +31,8 @@ from tests.support.fault_harness import (
 from tests.support.waiting import wait_until
 from worqr.embedded import EmbeddedRedis, EmbeddedRedisError, free_port
 
+pytestmark = [pytest.mark.fault, pytest.mark.slow]
+
 PASSWORD = "pw-7Hq2-never-logged"
 TIMING = ("--ttl", "3", "--heartbeat", "0.5", "--concurrency", "2")  # TLS starts slowly under load
 

@@ -124,6 +124,7 @@ def test_scrape_with_redis_down_reports_instead_of_raising(prefix: str) -> None:
     collector.close()
 
 
+@pytest.mark.fault
 def test_scrape_recovers_when_redis_comes_back(
     make_redis: Callable[..., EmbeddedRedis], prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:

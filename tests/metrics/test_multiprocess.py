@@ -113,6 +113,7 @@ def test_children_add_up_and_a_dead_child_leaves_gauges_but_not_counters(
     assert values[("worqr_registrations_total", frozenset())] == 3
 
 
+@pytest.mark.slow
 def test_one_http_endpoint_serves_every_child(tmp_path: Path, children: list[Child]) -> None:
     children += [Child(tmp_path, 3, 3), Child(tmp_path, 2, 1)]
     server = serve(0, registry=multiprocess_registry(str(tmp_path)))

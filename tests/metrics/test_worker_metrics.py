@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import pytest
 import redis
 from prometheus_client import CollectorRegistry
 
@@ -68,6 +69,8 @@ def test_observer_counts_registrations_peers_recoveries_and_lease_loss(
         assert value("worqr_redis_errors_total") == 0
 
 
+@pytest.mark.fault
+@pytest.mark.slow
 def test_an_outage_counts_once_and_its_end_counts_as_a_reconnect(
     fresh_redis: EmbeddedRedis, prefix: str
 ) -> None:

@@ -156,6 +156,7 @@ def test_second_signal_is_forwarded_and_third_kills(family: Family) -> None:
     assert "killing 2 worker processes" in family.log()
 
 
+@pytest.mark.slow
 def test_restart_storm_gives_up(family: Family) -> None:
     family.start(processes=2, mode="exit:1", storm=4)
     assert family.parent is not None

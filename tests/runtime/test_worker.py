@@ -213,6 +213,8 @@ def test_graceful_stop_returns_unfinished_tasks_and_deregisters(
     assert [p.task for p in taken if p is not None] == ["t1", "t2", "t3"]
 
 
+@pytest.mark.fault
+@pytest.mark.slow
 def test_worker_survives_a_redis_restart(
     runner: Runner, fresh_redis: EmbeddedRedis, prefix: str
 ) -> None:
@@ -263,6 +265,7 @@ def test_persistent_task_moves_to_a_peer_when_its_owner_dies(
     assert client.get_failed("conn") == []
 
 
+@pytest.mark.slow
 def test_self_fencing_stops_dequeuing_when_heartbeats_fail(
     runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
 ) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
+
 import worqr
 from tests.support.fault_proxy import FaultProxy
 from tests.support.mesh import CountingAsyncRedis, sha
@@ -67,6 +69,8 @@ def test_the_last_finish_lands_without_another_dequeue_to_carry_it(
     assert client.get_stats("q")["finished"] == 3
 
 
+@pytest.mark.fault
+@pytest.mark.slow
 def test_a_failed_workers_waiting_finish_is_refused_and_its_task_runs_elsewhere(
     runner: Runner,
     fresh_redis: EmbeddedRedis,

@@ -157,6 +157,7 @@ def test_a_second_stop_skips_the_grace_period(
     assert front(client, "q", 3) == ["t1", "t2", "t3"]
 
 
+@pytest.mark.slow
 def test_a_sync_handler_that_ignores_cancellation_cannot_hold_the_stop(
     runner: Runner,
     client: worqr.Worqr,

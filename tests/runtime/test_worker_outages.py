@@ -14,11 +14,14 @@ from tests.support.waiting import wait_until
 from tests.support.workers import Runner, worker_settings
 from worqr.embedded import EmbeddedRedis
 
+pytestmark = pytest.mark.fault
+
 
 def logged(caplog: pytest.LogCaptureFixture, text: str) -> bool:
     return any(text in record.getMessage() for record in caplog.records)
 
 
+@pytest.mark.slow
 def test_a_finish_during_an_outage_is_retried_until_it_lands(
     runner: Runner, fresh_redis: EmbeddedRedis, prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -29,6 +29,8 @@ from tests.support.fault_harness import QUEUE, CliMesh, Figures, meshes, read_lo
 from tests.support.sentinel import SentinelGroup
 from tests.support.waiting import wait_until
 
+pytestmark = [pytest.mark.sentinel, pytest.mark.fault, pytest.mark.slow]
+
 
 class SentinelMesh(CliMesh):
     """`worqr worker fault_app:worker` given ``--sentinel`` flags instead of ``--url``."""

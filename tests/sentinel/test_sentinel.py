@@ -17,6 +17,8 @@ from worqr._clients.sentinel import SentinelTarget, cli_url, parse_sentinel_url
 from worqr.embedded import free_port
 from worqr.metrics.collector import MeshCollector
 
+pytestmark = pytest.mark.sentinel
+
 SECRET = "s3cret-Pw"
 
 
@@ -47,6 +49,7 @@ def test_sync_client_through_sentinels(sentinel_group: SentinelGroup, prefix: st
         wait_until(lambda: client.llen(key) == 1, message="replicated")
 
 
+@pytest.mark.slow
 def test_keyword_form_without_password(
     make_sentinel_group: Callable[..., SentinelGroup], prefix: str
 ) -> None:
@@ -160,6 +163,7 @@ def test_wait_reloads_a_flushed_script(redis_url: str, prefix: str) -> None:
         assert wq.count_tasks("q") == 1
 
 
+@pytest.mark.slow
 def test_cli_through_sentinels(sentinel_group: SentinelGroup, prefix: str) -> None:
     flags = [f"--sentinel=127.0.0.1:{p}" for _, p in sentinel_group.addresses]
     url = sentinel_group.url()
@@ -237,6 +241,7 @@ def test_unreachable_sentinels_fail_clearly(prefix: str) -> None:
         assert "No master found" in str(caught.value) and SECRET not in str(caught.value)
 
 
+@pytest.mark.slow
 def test_sentinel_and_cluster_together_are_refused_before_connecting() -> None:
     """A cluster fails over by itself; asking for both is a mistake, refused at
     construction, before any connection is made (the sentinel does not exist)."""
