@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,9 +13,15 @@ import pytest
 import redis
 
 import worqr
-from tests.support.fault_harness import QUEUE, Checker, Figures, meshes, new_mesh, read_log, seeded
+from tests.support.fault_harness import (
+    QUEUE,
+    Figures,
+    Scenario,
+    meshes,
+    new_mesh,
+    read_log,
+)
 from tests.support.waiting import wait_until
-from worqr.embedded import EmbeddedRedis
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -52,19 +57,14 @@ class Producer(threading.Thread):
 
 
 def test_ambiguous_results_neither_duplicate_nor_hide(
-    make_redis: Callable[..., EmbeddedRedis], tmp_path: Path
+    scenario: Callable[..., Scenario], tmp_path: Path
 ) -> None:
     """Enqueues that time out raise AmbiguousResultError instead of being resent
     (a resend could push twice); dequeues and finishes that time out are resent
     safely (a dequeue is keyed by its process ids, a finish is idempotent). So:
     each acknowledged task runs exactly once, each ambiguous one at most once,
     and nothing stays hidden in a process nobody holds."""
-    seed, rng = seeded("ambiguous")
-    server = make_redis()
-    prefix = f"f{uuid.uuid4().hex[:10]}"
-    client = redis.Redis.from_url(server.url)
-    checker = Checker(client, prefix)
-    log = tmp_path / "executions.jsonl"
+    seed, rng, server, prefix, _, checker, log = scenario("ambiguous")
     sleeps = 5
     initial = [f"i{n}" for n in range(300)]
     with meshes(tmp_path, server.url, prefix) as made, worqr.Worqr(server.url, prefix=prefix) as wq:
@@ -115,4 +115,3 @@ def test_ambiguous_results_neither_duplicate_nor_hide(
     assert figures.duplicates == 0 and figures.lease_losses == 0
     assert ambiguous, "no enqueue was caught by a sleep"
     assert checker.orphans() == []
-    client.close()

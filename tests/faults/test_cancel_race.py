@@ -7,28 +7,24 @@ import random
 import signal
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 import worqr
 from tests.support.fault_harness import (
     QUEUE,
-    Checker,
     Figures,
+    Scenario,
     meshes,
     new_mesh,
     read_log,
-    seeded,
     worker_ids,
 )
 from tests.support.waiting import wait_until
 from worqr._cli.supervisor import RestartPolicy
-from worqr.embedded import EmbeddedRedis
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -74,7 +70,7 @@ class Killer(threading.Thread):
 
 
 def test_a_cancelled_task_never_runs_again(
-    make_redis: Callable[..., EmbeddedRedis], tmp_path: Path
+    scenario: Callable[..., Scenario], tmp_path: Path
 ) -> None:
     """300 tasks stream in; 40% are cancelled at a random moment (at once: racing
     the dequeue; a little later: racing the run and the finish) while worker
@@ -82,12 +78,7 @@ def test_a_cancelled_task_never_runs_again(
     a cancel returns, the task is never dequeued again: the only runs that start
     afterwards are of processes the cancel itself ended (their worker had not
     heard yet), and none of them is accepted as finished."""
-    seed, rng = seeded("cancel-race")
-    server = make_redis()
-    prefix = f"f{uuid.uuid4().hex[:10]}"
-    client = redis.Redis.from_url(server.url)
-    checker = Checker(client, prefix)
-    log = tmp_path / "executions.jsonl"
+    seed, rng, server, prefix, _, checker, log = scenario("cancel-race")
     tasks = [f"t{i}" for i in range(300)]
     payload = {t: f"{t}:{rng.randint(10, 120)}" for t in tasks}
     cancelled_at: dict[str, float] = {}
@@ -160,4 +151,3 @@ def test_a_cancelled_task_never_runs_again(
     figures.report()
     assert len(cancelled_at) > 50 and in_process > 5 and len(killer.killed) >= 3
     assert checker.orphans() == []
-    client.close()

@@ -8,19 +8,23 @@ import hashlib
 import json
 import random
 import threading
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 import worqr
-from tests.support.fault_harness import Checker, Figures, meshes, new_mesh, read_log, seeded
+from tests.support.fault_harness import (
+    Checker,
+    Figures,
+    Scenario,
+    meshes,
+    new_mesh,
+    read_log,
+)
 from tests.support.waiting import wait_until
-from worqr.embedded import EmbeddedRedis
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -37,15 +41,11 @@ def digest(data: bytes) -> str:
 
 
 def test_hostile_input_through_a_real_mesh(
-    make_redis: Callable[..., EmbeddedRedis], tmp_path: Path
+    scenario: Callable[..., Scenario], tmp_path: Path
 ) -> None:
     """Every valid task arrives byte for byte and runs once; every invalid call
     raises a clear TypeError/ValueError before writing anything."""
-    seed, rng = seeded("hostile-input")
-    server = make_redis()
-    prefix = f"f{uuid.uuid4().hex[:10]}"
-    client = redis.Redis.from_url(server.url)
-    log = tmp_path / "executions.jsonl"
+    seed, rng, server, prefix, client, _, log = scenario("hostile-input")
     expected: dict[str, list[bytes]] = {q: [] for q in QUEUES}
     refused: Counter[str] = Counter()
     odd = [b"", b"\x00", b"\x00" * 10, b"\xff\xfe\x00bin", bytes(range(256)), "é€😀".encode()]
@@ -124,7 +124,6 @@ def test_hostile_input_through_a_real_mesh(
     figures.extra.update({f"refused_{k}": v for k, v in sorted(refused.items())})
     figures.extra["largest_mb"] = 100
     figures.report()
-    client.close()
 
 
 def flood(strict: worqr.Worqr, seed: int, expected: dict[str, list[bytes]]) -> Counter[str]:

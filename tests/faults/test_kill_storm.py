@@ -5,26 +5,22 @@ from __future__ import annotations
 import os
 import signal
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import redis
 
 import worqr
 from tests.support.fault_harness import (
     QUEUE,
-    Checker,
     Figures,
+    Scenario,
     meshes,
     new_mesh,
     read_log,
-    seeded,
     worker_ids,
 )
 from tests.support.waiting import wait_until
-from worqr.embedded import EmbeddedRedis
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -33,9 +29,7 @@ KILLS = 30
 TIMING = ("--ttl", str(TTL), "--heartbeat", str(HEARTBEAT), "--grace", "1")
 
 
-def test_sigkill_storm_loses_nothing(
-    make_redis: Callable[..., EmbeddedRedis], tmp_path: Path
-) -> None:
+def test_sigkill_storm_loses_nothing(scenario: Callable[..., Scenario], tmp_path: Path) -> None:
     """2,000 tasks (the issue says 10k: scaled down to keep the suite within the CI
     budget on 2 cores) on 6 worker processes of one ``worqr worker --processes 6``,
     a random child SIGKILLed every 200-500 ms until every task has been taken at
@@ -50,13 +44,8 @@ def test_sigkill_storm_loses_nothing(
     minute by default) above the storm's kills: here deaths are the test's doing,
     and the supervisor must keep replacing every one.
     """
-    seed, rng = seeded("kill-storm")
-    server = make_redis()
-    prefix = f"f{uuid.uuid4().hex[:10]}"
+    seed, rng, server, prefix, _, checker, log = scenario("kill-storm")
     total = 2000
-    client = redis.Redis.from_url(server.url)
-    checker = Checker(client, prefix)
-    log = tmp_path / "executions.jsonl"
     env = {"FAULT_MAX_RECOVERIES": "1000"}  # a storm is not a poison pill
     with meshes(tmp_path, server.url, prefix) as made, worqr.Worqr(server.url, prefix=prefix) as wq:
         mesh = new_mesh(made, tmp_path, server.url, prefix, **env)
@@ -113,4 +102,3 @@ def test_sigkill_storm_loses_nothing(
     figures.report()
     assert len(killed) > 10, "the storm was too short to mean anything (above the default limit)"
     assert checker.orphans() == [], "keys left behind after shutdown"
-    client.close()

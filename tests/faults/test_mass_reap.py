@@ -8,19 +8,16 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import redis
 
 import worqr
 from tests.support import ROOT
-from tests.support.fault_harness import QUEUE, Checker, Figures, seeded
+from tests.support.fault_harness import QUEUE, Figures, Scenario
 from tests.support.waiting import wait_until
-from worqr.embedded import EmbeddedRedis
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -38,17 +35,13 @@ sys.stdin.read()  # until the test kills us
 
 
 def test_five_peers_reap_one_dead_worker_with_10k_processes(
-    make_redis: Callable[..., EmbeddedRedis], tmp_path: Path
+    scenario: Callable[..., Scenario], tmp_path: Path
 ) -> None:
     """Each process goes back exactly once, to the front in its original order,
     and no script blocks Redis for long: the reaping is chunked
     (Settings.requeue_chunk), so five reapers interleave chunk by chunk."""
-    seed, _ = seeded("mass-reap")
-    server = make_redis()
-    prefix = f"f{uuid.uuid4().hex[:10]}"
+    seed, _, server, prefix, client, checker, _ = scenario("mass-reap")
     total, peers = 10_000, 5
-    client = redis.Redis.from_url(server.url)
-    checker = Checker(client, prefix)
     tasks = [f"t{i}" for i in range(total)]
     with worqr.Worqr(server.url, prefix=prefix) as wq:
         wq.enqueue_many(QUEUE, tasks)
@@ -137,4 +130,3 @@ def test_five_peers_reap_one_dead_worker_with_10k_processes(
     stats = checker.stats()
     assert stats["enqueued"] == stats["finished"] == total
     assert checker.orphans() == []
-    client.close()

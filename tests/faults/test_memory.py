@@ -14,7 +14,14 @@ import pytest
 import redis
 
 import worqr
-from tests.support.fault_harness import QUEUE, Checker, Figures, meshes, new_mesh, read_log, seeded
+from tests.support.fault_harness import (
+    QUEUE,
+    Figures,
+    Scenario,
+    meshes,
+    new_mesh,
+    read_log,
+)
 from tests.support.waiting import wait_until
 from worqr.embedded import EmbeddedRedis
 
@@ -26,7 +33,7 @@ PADDING = 8 * 1024
 
 @pytest.mark.slow
 def test_maxmemory_noeviction_refuses_clearly_and_loses_nothing(
-    make_redis: Callable[..., EmbeddedRedis], tmp_path: Path
+    scenario: Callable[..., Scenario], tmp_path: Path
 ) -> None:
     """A producer pushes 12 MB of tasks into a 6 MB Redis while a mesh drains it.
     Enqueues over the limit fail with OutOfMemoryError, were not applied (the
@@ -34,12 +41,9 @@ def test_maxmemory_noeviction_refuses_clearly_and_loses_nothing(
     the workers keep their leases and keep draining meanwhile: a worker whose
     heartbeat Redis refused would lose its lease and could not rejoin a full
     Redis, and nothing would ever drain it again."""
-    seed, rng = seeded("maxmemory")
-    server = make_redis(extra_args=["--maxmemory", "6mb", "--maxmemory-policy", "noeviction"])
-    prefix = f"f{uuid.uuid4().hex[:10]}"
-    client = redis.Redis.from_url(server.url)
-    checker = Checker(client, prefix)
-    log = tmp_path / "executions.jsonl"
+    seed, rng, server, prefix, _, checker, log = scenario(
+        "maxmemory", extra_args=["--maxmemory", "6mb", "--maxmemory-policy", "noeviction"]
+    )
     # Long tasks first: while every slot holds one, nothing drains and the
     # producer keeps Redis full for longer than the TTL.
     longs = [f"L{i}" for i in range(4)]
@@ -75,7 +79,6 @@ def test_maxmemory_noeviction_refuses_clearly_and_loses_nothing(
     assert all("maxmemory" in text for text in refusals), refusals[0]
     assert figures.lease_losses == 0 and figures.duplicates == 0
     assert checker.orphans() == []
-    client.close()
 
 
 @pytest.mark.parametrize("policy", ["allkeys-lru", "volatile-ttl", "allkeys-random"])

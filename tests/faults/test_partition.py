@@ -4,19 +4,23 @@ fault proxy (tests/fault_proxy.py) that holds that worker's traffic."""
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 import worqr
-from tests.support.fault_harness import QUEUE, Checker, Figures, meshes, new_mesh, read_log, seeded
+from tests.support.fault_harness import (
+    QUEUE,
+    Figures,
+    Scenario,
+    meshes,
+    new_mesh,
+    read_log,
+)
 from tests.support.fault_proxy import FaultProxy
 from tests.support.waiting import wait_until
-from worqr.embedded import EmbeddedRedis
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -25,19 +29,14 @@ TIMING = ("--ttl", str(TTL), "--heartbeat", str(HEARTBEAT), "--concurrency", "2"
 
 
 def test_a_partitioned_worker_stops_before_its_peers_take_over(
-    make_redis: Callable[..., EmbeddedRedis], tmp_path: Path
+    scenario: Callable[..., Scenario], tmp_path: Path
 ) -> None:
     """Worker W reaches Redis through the proxy and holds two long tasks; the
     proxy cuts it off for 1.5 x TTL. W cannot refresh its lease, so it stops its
     handlers (self-fencing) before the lease can expire; only then may a peer
     take the tasks over. When the partition heals, W learns it lost its lease,
     its late acknowledgements are refused, it re-registers and works again."""
-    seed, rng = seeded("partition")
-    server = make_redis()
-    prefix = f"f{uuid.uuid4().hex[:10]}"
-    client = redis.Redis.from_url(server.url)
-    checker = Checker(client, prefix)
-    log = tmp_path / "executions.jsonl"
+    seed, rng, server, prefix, _, checker, log = scenario("partition")
     longs = ["L0", "L1"]
     shorts = [f"t{i}" for i in range(200)]
     partition = 1.5 * TTL
@@ -105,4 +104,3 @@ def test_a_partitioned_worker_stops_before_its_peers_take_over(
     checker.verify(figures, records, longs + shorts)
     figures.report()
     assert checker.orphans() == []
-    client.close()

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import statistics
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import redis
 
 import worqr
-from tests.support.fault_harness import QUEUE, Checker, Figures, meshes, new_mesh, read_log, seeded
+from tests.support.fault_harness import (
+    QUEUE,
+    Figures,
+    Scenario,
+    meshes,
+    new_mesh,
+    read_log,
+)
 from tests.support.waiting import wait_until
-from worqr.embedded import EmbeddedRedis
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -25,18 +29,13 @@ PROCESSES = 2
 
 
 def test_killed_subscribers_lose_no_wake_up(
-    make_redis: Callable[..., EmbeddedRedis], tmp_path: Path
+    scenario: Callable[..., Scenario], tmp_path: Path
 ) -> None:
     """Each round kills every subscriber connection just before, just after, or
     a random moment around one enqueue. A worker whose wake-up was published
     while it was disconnected drains the queue when it resubscribes, so every
     task starts well within the fallback poll interval."""
-    seed, rng = seeded("pubsub-kill")
-    server = make_redis()
-    prefix = f"f{uuid.uuid4().hex[:10]}"
-    client = redis.Redis.from_url(server.url)
-    checker = Checker(client, prefix)
-    log = tmp_path / "executions.jsonl"
+    seed, rng, server, prefix, client, checker, log = scenario("pubsub-kill")
     rounds = 40
     latencies: list[float] = []
     kills = 0
@@ -89,4 +88,3 @@ def test_killed_subscribers_lose_no_wake_up(
     # Re-subscribing drains at once: no task waits for the fallback poll.
     assert worst < POLL, f"a wake-up was lost: a task waited {worst:.2f}s ({seed=})"
     assert checker.orphans() == []
-    client.close()

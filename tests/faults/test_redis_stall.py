@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import redis
 
 import worqr
-from tests.support.fault_harness import QUEUE, Checker, Figures, meshes, new_mesh, read_log, seeded
+from tests.support.fault_harness import (
+    QUEUE,
+    Figures,
+    Scenario,
+    meshes,
+    new_mesh,
+    read_log,
+)
 from tests.support.waiting import wait_until
-from worqr.embedded import EmbeddedRedis
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -23,20 +27,13 @@ TIMING = ("--ttl", str(TTL), "--heartbeat", str(HEARTBEAT), "--concurrency", "4"
 PROCESSES = 4
 
 
-def test_redis_stall_longer_than_ttl(
-    make_redis: Callable[..., EmbeddedRedis], tmp_path: Path
-) -> None:
+def test_redis_stall_longer_than_ttl(scenario: Callable[..., Scenario], tmp_path: Path) -> None:
     """Every lease expires at once while Redis is frozen. When it resumes, each
     worker learns it lost its lease exactly once, fails its old id and
     re-registers; reapers and the workers themselves may race to requeue the same
     processes, yet each is requeued once (one accepted finish per task), and the
     mesh settles instead of failing itself over and over."""
-    seed, rng = seeded("redis-stall")
-    server = make_redis()
-    prefix = f"f{uuid.uuid4().hex[:10]}"
-    client = redis.Redis.from_url(server.url)
-    checker = Checker(client, prefix)
-    log = tmp_path / "executions.jsonl"
+    seed, rng, server, prefix, _, checker, log = scenario("redis-stall")
     # Long tasks first, so some processes certainly outlive the stall; the rest
     # end during it and race their finish against the lease check on resume.
     longs = [f"L{i}" for i in range(PROCESSES)]
@@ -87,4 +84,3 @@ def test_redis_stall_longer_than_ttl(
     figures.extra["requeued"] = requeued
     figures.report()
     assert checker.orphans() == []
-    client.close()

@@ -5,18 +5,22 @@ from __future__ import annotations
 import os
 import signal
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import redis
 
 import worqr
-from tests.support.fault_harness import QUEUE, Checker, Figures, meshes, new_mesh, read_log, seeded
+from tests.support.fault_harness import (
+    QUEUE,
+    Figures,
+    Scenario,
+    meshes,
+    new_mesh,
+    read_log,
+)
 from tests.support.waiting import wait_until
 from worqr._core.lua import source
-from worqr.embedded import EmbeddedRedis
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -25,19 +29,14 @@ TIMING = ("--ttl", str(TTL), "--heartbeat", str(HEARTBEAT), "--concurrency", "2"
 
 
 def test_zombie_is_fenced_cancels_its_handlers_and_re_registers(
-    make_redis: Callable[..., EmbeddedRedis], tmp_path: Path
+    scenario: Callable[..., Scenario], tmp_path: Path
 ) -> None:
     """Worker Z holds a hold-until-cancelled task and a task that ends while Z is
     frozen. A peer takes both over only after Z's lease expired; when Z resumes,
     its late acknowledgements change nothing (both processes end "fenced"), it
     learns of its lease loss from its heartbeat, cancels its handler and
     re-registers under a new id. Each task is accepted-finished exactly once."""
-    seed, rng = seeded("zombie")
-    server = make_redis()
-    prefix = f"f{uuid.uuid4().hex[:10]}"
-    client = redis.Redis.from_url(server.url)
-    checker = Checker(client, prefix)
-    log = tmp_path / "executions.jsonl"
+    seed, rng, server, prefix, client, checker, log = scenario("zombie")
     pause = 2 * TTL
     short = f"s:{int(pause * 1000 * rng.uniform(0.5, 0.8))}"  # ends while Z is frozen
 
@@ -109,4 +108,3 @@ def test_zombie_is_fenced_cancels_its_handlers_and_re_registers(
     figures.report()
     assert figures.lease_losses == 1 and figures.fenced == 2
     assert checker.orphans() == []
-    client.close()

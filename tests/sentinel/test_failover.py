@@ -12,8 +12,6 @@ finishes (asynchronous replication).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -23,7 +21,6 @@ from pathlib import Path
 import pytest
 
 import worqr
-from tests.support import ROOT
 from tests.support.cli import run_cli
 from tests.support.fault_harness import QUEUE, CliMesh, Figures, meshes, read_log, seeded
 from tests.support.sentinel import SentinelGroup
@@ -39,18 +36,9 @@ class SentinelMesh(CliMesh):
         super().__init__(group.url(), prefix, log, output)
         self.group = group
 
-    def start(self, processes: int, *options: str) -> CliMesh:
+    def redis_options(self) -> list[str]:
         flags = [f"--sentinel=127.0.0.1:{port}" for _, port in self.group.addresses]
-        command = [sys.executable, "-m", "worqr", "worker", "fault_app:worker", *flags]
-        command += ["--service-name", self.group.service, "--prefix", self.prefix]
-        command += ["--processes", str(processes), "--log-level", "WARNING", *options]
-        self.processes = processes
-        with open(self.output, "ab") as out:
-            self.process = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=self.env, cwd=ROOT
-            )
-        self.seen.add(self.process.pid)
-        return self
+        return [*flags, "--service-name", self.group.service]
 
 
 class Producer(threading.Thread):

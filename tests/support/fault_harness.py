@@ -23,13 +23,16 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import redis
 
 from tests.support import APPS, ROOT
 from tests.support.processes import children, pid_alive
 from tests.support.waiting import wait_until
+
+if TYPE_CHECKING:
+    from worqr.embedded import EmbeddedRedis
 
 QUEUE = "jobs"
 
@@ -76,9 +79,13 @@ class CliMesh:
         self.processes = 0
         self.seen: set[int] = set()
 
+    def redis_options(self) -> list[str]:
+        """How the command finds Redis (a subclass may name sentinels instead)."""
+        return ["--url", self.url]
+
     def start(self, processes: int, *options: str) -> CliMesh:
         command = [sys.executable, "-m", "worqr", "worker", "fault_app:worker"]
-        command += ["--url", self.url, "--prefix", self.prefix, "--processes", str(processes)]
+        command += [*self.redis_options(), "--prefix", self.prefix, "--processes", str(processes)]
         command += ["--log-level", "WARNING", *options]
         self.processes = processes
         with open(self.output, "ab") as out:
@@ -149,6 +156,22 @@ def new_mesh(made: list[CliMesh], tmp: Path, url: str, prefix: str, **env: str) 
     mesh = CliMesh(url, prefix, tmp / "executions.jsonl", tmp / f"mesh-{len(made)}.out", **env)
     made.append(mesh)
     return mesh
+
+
+class Scenario(NamedTuple):
+    """What a fault scenario starts from (fixture ``scenario`` of
+    tests/faults/conftest.py), in the order tests unpack it."""
+
+    seed: int
+    rng: random.Random
+    server: EmbeddedRedis
+    """A private server: the scenario may kill, stall or restart it."""
+    prefix: str
+    client: redis.Redis
+    """A raw client of the server, closed after the test."""
+    checker: Checker
+    log: Path
+    """Where `fault_app` appends its execution records."""
 
 
 @dataclass
