@@ -13,14 +13,7 @@ import pytest
 import redis
 
 import worqr
-from tests.support.fault_harness import (
-    QUEUE,
-    Figures,
-    Scenario,
-    meshes,
-    new_mesh,
-    read_log,
-)
+from tests.support.fault_harness import QUEUE, Figures, Scenario, meshes, new_mesh, read_log
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]

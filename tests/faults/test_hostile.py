@@ -16,14 +16,7 @@ from typing import Any
 import pytest
 
 import worqr
-from tests.support.fault_harness import (
-    Checker,
-    Figures,
-    Scenario,
-    meshes,
-    new_mesh,
-    read_log,
-)
+from tests.support.fault_harness import Checker, Figures, Scenario, meshes, new_mesh, read_log
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]

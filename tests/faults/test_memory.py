@@ -14,14 +14,7 @@ import pytest
 import redis
 
 import worqr
-from tests.support.fault_harness import (
-    QUEUE,
-    Figures,
-    Scenario,
-    meshes,
-    new_mesh,
-    read_log,
-)
+from tests.support.fault_harness import QUEUE, Figures, Scenario, meshes, new_mesh, read_log
 from tests.support.waiting import wait_until
 from worqr.embedded import EmbeddedRedis
 

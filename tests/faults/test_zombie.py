@@ -11,14 +11,7 @@ from pathlib import Path
 import pytest
 
 import worqr
-from tests.support.fault_harness import (
-    QUEUE,
-    Figures,
-    Scenario,
-    meshes,
-    new_mesh,
-    read_log,
-)
+from tests.support.fault_harness import QUEUE, Figures, Scenario, meshes, new_mesh, read_log
 from tests.support.waiting import wait_until
 from worqr._core.lua import source
 
