@@ -14,15 +14,15 @@ import pytest
 import worqr
 from tests.support.timing import FAST
 from tests.support.waiting import wait_until
-from tests.support.workers import Runner, worker_settings
+from tests.support.workers import Runner, WorkerFactory
 from worqr.embedded import EmbeddedRedis
 
 
 def test_sync_and_async_handlers_run_every_task_in_order(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
     seen: list[str] = []
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, concurrency=1))
+    worker = new_worker(concurrency=1)
 
     @worker.handler("sync")
     def on_sync(task: str) -> None:
@@ -43,11 +43,11 @@ def test_sync_and_async_handlers_run_every_task_in_order(
 
 
 def test_concurrency_cap_is_never_exceeded(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
     lock = threading.Lock()
     state = {"now": 0, "max": 0, "done": 0}
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, concurrency=3))
+    worker = new_worker(concurrency=3)
 
     @worker.handler("q")
     async def handle(task: str) -> None:
@@ -67,12 +67,11 @@ def test_concurrency_cap_is_never_exceeded(
 
 def test_exception_dead_letters_and_logs_without_payload(
     runner: Runner,
+    new_worker: WorkerFactory,
     client: worqr.Worqr,
-    redis_url: str,
-    prefix: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
+    worker = new_worker()
 
     @worker.handler("q")
     def handle(task: str) -> None:
@@ -90,10 +89,10 @@ def test_exception_dead_letters_and_logs_without_payload(
 
 
 def test_retry_returns_the_task_to_the_front(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
     order: list[str] = []
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, concurrency=1))
+    worker = new_worker(concurrency=1)
 
     @worker.handler("q")
     def handle(task: str) -> None:
@@ -108,11 +107,11 @@ def test_retry_returns_the_task_to_the_front(
 
 
 def test_cancel_reaches_running_async_sync_and_persistent_handlers(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
     started: set[str] = set()
     stopped: set[str] = set()
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
+    worker = new_worker()
 
     @worker.handler("async")
     async def run_async(task: str) -> None:
@@ -157,11 +156,15 @@ def test_cancel_reaches_running_async_sync_and_persistent_handlers(
 
 
 def test_lease_loss_cancels_handlers_and_the_worker_carries_on(
-    runner: Runner, client: worqr.Worqr, redis_client: Any, redis_url: str, prefix: str
+    runner: Runner,
+    new_worker: WorkerFactory,
+    client: worqr.Worqr,
+    redis_client: Any,
+    prefix: str,
 ) -> None:
     cancelled = threading.Event()
     ran: list[str] = []
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
+    worker = new_worker()
 
     @worker.handler("q")
     async def handle(task: str) -> None:
@@ -189,11 +192,9 @@ def test_lease_loss_cancels_handlers_and_the_worker_carries_on(
 
 
 def test_graceful_stop_returns_unfinished_tasks_and_deregisters(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
-    worker = worqr.Worker(
-        redis_url, settings=worker_settings(prefix, concurrency=2, grace_period=0.2)
-    )
+    worker = new_worker(concurrency=2, grace_period=0.2)
     started = threading.Event()
 
     @worker.handler("q")
@@ -216,10 +217,10 @@ def test_graceful_stop_returns_unfinished_tasks_and_deregisters(
 @pytest.mark.fault
 @pytest.mark.slow
 def test_worker_survives_a_redis_restart(
-    runner: Runner, fresh_redis: EmbeddedRedis, prefix: str
+    runner: Runner, new_worker: WorkerFactory, fresh_redis: EmbeddedRedis, prefix: str
 ) -> None:
     done: list[str] = []
-    worker = worqr.Worker(fresh_redis.url, settings=worker_settings(prefix))
+    worker = new_worker(url=fresh_redis.url)
 
     @worker.handler("q")
     def handle(task: str) -> None:
@@ -237,12 +238,16 @@ def test_worker_survives_a_redis_restart(
 
 
 def test_persistent_task_moves_to_a_peer_when_its_owner_dies(
-    runner: Runner, client: worqr.Worqr, redis_client: Any, redis_url: str, prefix: str
+    runner: Runner,
+    new_worker: WorkerFactory,
+    client: worqr.Worqr,
+    redis_client: Any,
+    prefix: str,
 ) -> None:
     owners: list[str] = []
 
     def make() -> worqr.Worker:
-        worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
+        worker = new_worker()
 
         @worker.handler("conn", persistent=True)
         async def hold(task: str) -> None:
@@ -267,10 +272,10 @@ def test_persistent_task_moves_to_a_peer_when_its_owner_dies(
 
 @pytest.mark.slow
 def test_self_fencing_stops_dequeuing_when_heartbeats_fail(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
     ran: list[str] = []
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
+    worker = new_worker()
 
     @worker.handler("q")
     def handle(task: str) -> None:
@@ -290,10 +295,12 @@ def test_self_fencing_stops_dequeuing_when_heartbeats_fail(
     wait_until(lambda: ran == ["t"])
 
 
-def test_a_worker_that_never_reached_redis_stops_when_asked(prefix: str) -> None:
+def test_a_worker_that_never_reached_redis_stops_when_asked(
+    new_worker: WorkerFactory,
+) -> None:
     from worqr.embedded import free_port
 
-    worker = worqr.Worker(f"redis://127.0.0.1:{free_port()}/0", settings=worker_settings(prefix))
+    worker = new_worker(url=f"redis://127.0.0.1:{free_port()}/0")
 
     @worker.handler("q")
     def handle(task: str) -> None: ...

@@ -15,19 +15,17 @@ from tests.support.fault_proxy import FaultProxy
 from tests.support.mesh import CountingAsyncRedis, sha
 from tests.support.recorders import HookCounter
 from tests.support.waiting import wait_until
-from tests.support.workers import Runner, worker_settings
+from tests.support.workers import Runner, WorkerFactory
 from worqr.embedded import EmbeddedRedis
 
 
 def test_finishes_ride_on_dequeues_and_each_reaches_the_hooks(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, redis_url: str
 ) -> None:
     n = 300
     counting = CountingAsyncRedis.from_url(redis_url)
     hooks = HookCounter()
-    worker = worqr.Worker(
-        redis_url, settings=worker_settings(prefix), redis=counting, hooks=[hooks]
-    )
+    worker = new_worker(redis=counting, hooks=[hooks])
     ran: list[str] = []
 
     @worker.handler("q")
@@ -55,11 +53,11 @@ def test_finishes_ride_on_dequeues_and_each_reaches_the_hooks(
 
 
 def test_the_last_finish_lands_without_another_dequeue_to_carry_it(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
     """An idle queue: the finish is not left waiting for work that never comes."""
     hooks = HookCounter()
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix), hooks=[hooks])
+    worker = new_worker(hooks=[hooks])
     worker.handler("q")(lambda task: None)
     runner.start(worker)
     for round_ in range(3):
@@ -72,9 +70,7 @@ def test_the_last_finish_lands_without_another_dequeue_to_carry_it(
 @pytest.mark.fault
 @pytest.mark.slow
 def test_a_failed_workers_waiting_finish_is_refused_and_its_task_runs_elsewhere(
-    runner: Runner,
-    fresh_redis: EmbeddedRedis,
-    prefix: str,
+    runner: Runner, new_worker: WorkerFactory, fresh_redis: EmbeddedRedis, prefix: str
 ) -> None:
     """Lease loss while a finish waits: the handler returned, but its finish could
     not reach Redis (a partition) before peers failed the worker. The finish is
@@ -84,9 +80,7 @@ def test_a_failed_workers_waiting_finish_is_refused_and_its_task_runs_elsewhere(
     runs: list[tuple[str, str]] = []
     with FaultProxy(fresh_redis.port) as proxy:
         zombie_hooks = HookCounter()
-        zombie = worqr.Worker(
-            proxy.url, settings=worker_settings(prefix, timing), hooks=[zombie_hooks]
-        )
+        zombie = new_worker(timing, url=proxy.url, hooks=[zombie_hooks])
 
         @zombie.handler("q")
         def hold(task: str) -> None:
@@ -104,7 +98,7 @@ def test_a_failed_workers_waiting_finish_is_refused_and_its_task_runs_elsewhere(
             assert zombie_hooks.total("finished") == zombie_hooks.total("fenced") == 0
             wait_until(lambda: wq.workers_alive([old_id or ""]) == [False])
             assert wq.reap() == 1  # peers fail the zombie: "t" back at the front
-            peer = worqr.Worker(fresh_redis.url, settings=worker_settings(prefix, timing))
+            peer = new_worker(timing, url=fresh_redis.url)
             peer.handler("q")(lambda task: runs.append(("peer", task)))
             runner.start(peer)
             wait_until(lambda: ("peer", "t") in runs)

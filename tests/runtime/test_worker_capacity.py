@@ -11,7 +11,7 @@ import threading
 import worqr
 from tests.support.recorders import HookCounter
 from tests.support.waiting import wait_until
-from tests.support.workers import Runner, worker_settings
+from tests.support.workers import Runner, WorkerFactory
 from worqr._runtime.capacity import Capacity
 
 # -- the bookkeeping alone -------------------------------------------------------
@@ -67,13 +67,11 @@ def test_batch_limits_and_persistent_queues() -> None:
 
 
 def test_the_cap_holds_across_queues(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
-    # Every queue is woken at start with work waiting: without reservations each
-    # puller would take the whole free capacity for itself.
     lock = threading.Lock()
     state = {"now": 0, "max": 0, "done": 0}
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, concurrency=2))
+    worker = new_worker(concurrency=2)
 
     async def handle(task: str) -> None:
         with lock:
@@ -93,10 +91,10 @@ def test_the_cap_holds_across_queues(
 
 
 def test_busy_queues_share_the_worker_fairly(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
     order: list[str] = []
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, concurrency=1))
+    worker = new_worker(concurrency=1)
     for queue in ("a", "b"):
         worker.handler(queue)(order.append)
         client.enqueue_many(queue, [queue] * 10)
@@ -107,15 +105,11 @@ def test_busy_queues_share_the_worker_fairly(
 
 
 def test_batch_caps_each_dequeue_and_drained_queues_cost_nothing(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
     recorder = HookCounter()
     done: list[str] = []
-    worker = worqr.Worker(
-        redis_url,
-        settings=worker_settings(prefix, {"poll_interval": 60}, concurrency=8, batch=3),
-        hooks=[recorder],
-    )
+    worker = new_worker({"poll_interval": 60}, concurrency=8, batch=3, hooks=[recorder])
     worker.handler("busy")(done.append)
     worker.handler("empty")(done.append)
     runner.start(worker)

@@ -17,7 +17,7 @@ import pytest
 import worqr
 from tests.support.timing import FAST
 from tests.support.waiting import async_wait_until, wait_until
-from tests.support.workers import Runner, worker_settings
+from tests.support.workers import Runner, WorkerFactory
 from worqr._keys import MeshKeys
 
 
@@ -31,10 +31,10 @@ def front(client: worqr.Worqr, queue: str, count: int) -> list[str | bytes]:
 
 
 def test_async_with_runs_the_worker_in_the_callers_loop(
-    client: worqr.Worqr, redis_url: str, prefix: str
+    new_worker: WorkerFactory, client: worqr.Worqr, redis_url: str, prefix: str
 ) -> None:
     done: list[str] = []
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
+    worker = new_worker()
 
     @worker.handler("q")
     async def handle(task: str) -> None:
@@ -53,9 +53,9 @@ def test_async_with_runs_the_worker_in_the_callers_loop(
 
 
 def test_cancelling_the_runner_task_stops_at_once_and_returns_tasks(
-    client: worqr.Worqr, redis_url: str, prefix: str
+    new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, grace_period=30.0))
+    worker = new_worker(grace_period=30.0)
 
     @worker.handler("q")
     async def handle(task: str) -> None:
@@ -84,14 +84,13 @@ def draining(caplog: pytest.LogCaptureFixture) -> bool:
 
 def test_a_handler_that_ends_within_the_grace_period_is_finished(
     runner: Runner,
+    new_worker: WorkerFactory,
     client: worqr.Worqr,
-    redis_url: str,
-    prefix: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     release = threading.Event()
     ran: list[str] = []
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, grace_period=20.0))
+    worker = new_worker(grace_period=20.0)
 
     @worker.handler("q")
     def handle(task: str) -> None:
@@ -114,10 +113,10 @@ def test_a_handler_that_ends_within_the_grace_period_is_finished(
 
 
 def test_persistent_handlers_do_not_hold_a_stop_for_the_grace_period(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
     cleaned: list[str] = []
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, grace_period=30.0))
+    worker = new_worker(grace_period=30.0)
 
     @worker.handler("conn", persistent=True)
     async def hold(task: str) -> None:
@@ -138,9 +137,9 @@ def test_persistent_handlers_do_not_hold_a_stop_for_the_grace_period(
 
 
 def test_a_second_stop_skips_the_grace_period(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, grace_period=30.0))
+    worker = new_worker(grace_period=30.0)
 
     @worker.handler("q")
     async def handle(task: str) -> None:
@@ -160,14 +159,13 @@ def test_a_second_stop_skips_the_grace_period(
 @pytest.mark.slow
 def test_a_sync_handler_that_ignores_cancellation_cannot_hold_the_stop(
     runner: Runner,
+    new_worker: WorkerFactory,
     client: worqr.Worqr,
-    redis_url: str,
-    prefix: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     release = threading.Event()
     returned = threading.Event()
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, grace_period=0.1))
+    worker = new_worker(grace_period=0.1)
 
     @worker.handler("q")
     def stubborn(task: str) -> None:
@@ -188,8 +186,8 @@ def test_a_sync_handler_that_ignores_cancellation_cannot_hold_the_stop(
     assert client.count_tasks("q") == 1 and client.get_stats("q").get("finished") is None
 
 
-def test_stop_before_run_returns_at_once(redis_url: str, prefix: str) -> None:
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
+def test_stop_before_run_returns_at_once(new_worker: WorkerFactory) -> None:
+    worker = new_worker()
     worker.handler("q")(print)
     worker.stop()
     began = time.monotonic()
@@ -198,10 +196,9 @@ def test_stop_before_run_returns_at_once(redis_url: str, prefix: str) -> None:
 
 
 def test_sigterm_stops_gracefully_and_a_second_signal_at_once(
-    client: worqr.Worqr, redis_url: str, prefix: str, caplog: pytest.LogCaptureFixture
+    new_worker: WorkerFactory, client: worqr.Worqr, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # worker.run() on the main thread installs the signal handlers.
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, grace_period=30.0))
+    worker = new_worker(grace_period=30.0)
     began: list[float] = []
 
     @worker.handler("q")

@@ -11,7 +11,7 @@ import pytest
 
 import worqr
 from tests.support.waiting import wait_until
-from tests.support.workers import Runner, worker_settings
+from tests.support.workers import Runner, WorkerFactory
 from worqr.embedded import EmbeddedRedis
 
 pytestmark = pytest.mark.fault
@@ -23,14 +23,16 @@ def logged(caplog: pytest.LogCaptureFixture, text: str) -> bool:
 
 @pytest.mark.slow
 def test_a_finish_during_an_outage_is_retried_until_it_lands(
-    runner: Runner, fresh_redis: EmbeddedRedis, prefix: str, caplog: pytest.LogCaptureFixture
+    runner: Runner,
+    new_worker: WorkerFactory,
+    fresh_redis: EmbeddedRedis,
+    prefix: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    # The outage outlasts the client's retry deadline (so the worker's own retry
-    # loop must carry the ack) but not the TTL (so the process is still ours).
     timing = {"ttl": 5.0, "heartbeat": 0.5, "retry_deadline": 0.2}
     go = threading.Event()
     runs: list[str] = []
-    worker = worqr.Worker(fresh_redis.url, settings=worker_settings(prefix, timing))
+    worker = new_worker(timing, url=fresh_redis.url)
 
     @worker.handler("q")
     def handle(task: str) -> None:

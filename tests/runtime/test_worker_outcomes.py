@@ -14,7 +14,7 @@ import pytest
 import worqr
 from tests.support.recorders import HookCounter
 from tests.support.waiting import wait_until
-from tests.support.workers import Runner, worker_settings
+from tests.support.workers import Runner, WorkerFactory
 from worqr._keys import MeshKeys
 
 
@@ -33,16 +33,13 @@ class BrokenHooks(worqr.WorkerHooks):
 
 def test_every_started_process_ends_in_exactly_one_outcome(
     runner: Runner,
+    new_worker: WorkerFactory,
     client: worqr.Worqr,
-    redis_url: str,
-    prefix: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     recorder = HookCounter()
     retried = threading.Event()
-    worker = worqr.Worker(
-        redis_url, settings=worker_settings(prefix), hooks=[BrokenHooks(), recorder]
-    )
+    worker = new_worker(hooks=[BrokenHooks(), recorder])
 
     @worker.handler("q")
     async def handle(task: str) -> None:
@@ -72,12 +69,11 @@ def test_every_started_process_ends_in_exactly_one_outcome(
 
 def test_payloads_are_logged_only_when_asked_and_then_truncated(
     runner: Runner,
+    new_worker: WorkerFactory,
     client: worqr.Worqr,
-    redis_url: str,
-    prefix: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, log_payloads=True))
+    worker = new_worker(log_payloads=True)
 
     @worker.handler("q")
     def handle(task: str) -> None:
@@ -94,11 +90,9 @@ def test_payloads_are_logged_only_when_asked_and_then_truncated(
 
 
 def test_an_async_handler_cancelled_by_itself_is_a_failure(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
-    # Not a worqr cancel: the task was not cancelled by payload, so finishing it
-    # would claim work that never happened.
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
+    worker = new_worker()
 
     @worker.handler("q")
     async def handle(task: str) -> None:
@@ -111,7 +105,7 @@ def test_an_async_handler_cancelled_by_itself_is_a_failure(
 
 
 def test_callable_objects_with_async_call_are_awaited(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
     done: list[str] = []
 
@@ -120,7 +114,7 @@ def test_callable_objects_with_async_call_are_awaited(
             await asyncio.sleep(0)
             done.append(task)
 
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
+    worker = new_worker()
     worker.handler("q")(Handler())
     runner.start(worker)
     client.enqueue("q", "t")
@@ -129,9 +123,8 @@ def test_callable_objects_with_async_call_are_awaited(
 
 def test_a_sync_handler_returning_a_coroutine_fails_loudly(
     runner: Runner,
+    new_worker: WorkerFactory,
     client: worqr.Worqr,
-    redis_url: str,
-    prefix: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     ran: list[str] = []
@@ -139,7 +132,7 @@ def test_a_sync_handler_returning_a_coroutine_fails_loudly(
     async def work(task: str) -> None:
         ran.append(task)
 
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
+    worker = new_worker()
     worker.handler("q")(lambda task: work(task))  # looks sync: the coroutine is never run
     caplog.set_level(logging.ERROR, logger="worqr")
     runner.start(worker)
@@ -151,10 +144,10 @@ def test_a_sync_handler_returning_a_coroutine_fails_loudly(
 
 
 def test_current_process_in_sync_and_async_handlers(
-    runner: Runner, client: worqr.Worqr, redis_url: str, prefix: str
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
     seen: list[tuple[str, str, str, str]] = []
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
+    worker = new_worker()
 
     def record(task: str) -> None:
         context = worqr.current_process()
@@ -179,11 +172,15 @@ def test_current_process_in_sync_and_async_handlers(
 
 
 def test_a_deleted_persistent_queue_is_configured_again(
-    runner: Runner, client: worqr.Worqr, redis_client: Any, redis_url: str, prefix: str
+    runner: Runner,
+    new_worker: WorkerFactory,
+    client: worqr.Worqr,
+    redis_client: Any,
+    prefix: str,
 ) -> None:
     config = MeshKeys(prefix).queue("conn").config
     held: list[str] = []
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
+    worker = new_worker()
 
     @worker.handler("conn", persistent=True)
     async def hold(task: str) -> None:

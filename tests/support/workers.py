@@ -21,6 +21,10 @@ def worker_settings(
     return worqr.WorkerSettings(client=worqr.Settings(prefix=prefix, **options), **changes)
 
 
+WorkerFactory = Callable[..., worqr.Worker]
+"""The type of the ``new_worker`` fixture (tests/runtime/conftest.py)."""
+
+
 class Runner:
     """Runs workers in threads and stops them all at the end of a test."""
 
