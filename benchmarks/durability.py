@@ -15,16 +15,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import worqr
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from sentinel_fixtures import SentinelGroup
-from server_versions import describe
+from tests.support.sentinel import SentinelGroup
+from tests.support.server_versions import describe
 
 LATENCIES: dict[int, list[float]] = {0: [], 1: []}  # single enqueue call, seconds
 

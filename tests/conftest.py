@@ -1,4 +1,6 @@
-"""Shared fixtures: one real redis-server per session and a fresh key prefix per test."""
+"""Shared fixtures: one real redis-server per session, a fresh key prefix per
+test, and the client factory. Helpers live in `tests.support` (see its
+docstring); fixtures of one layer only live in that folder's conftest.py."""
 
 from __future__ import annotations
 
@@ -8,9 +10,11 @@ from typing import Any
 
 import pytest
 import redis
-from sentinel_fixtures import make_sentinel_group, sentinel_group  # noqa: F401
-from server_versions import pytest_generate_tests, server_binary  # noqa: F401
 
+import worqr
+from tests.support.clients import Clients, Factory
+from tests.support.sentinel import make_sentinel_group, sentinel_group  # noqa: F401  (fixtures)
+from tests.support.server_versions import pytest_generate_tests, server_binary  # noqa: F401
 from worqr.embedded import EmbeddedRedis
 
 
@@ -69,4 +73,34 @@ def fresh_redis(make_redis: Callable[..., EmbeddedRedis]) -> EmbeddedRedis:
     return make_redis(appendonly=True, extra_args=["--appendfsync", "always"])
 
 
-from cluster_fixtures import redis_cluster, redis_cluster_url  # noqa: F401, E402  (session fixtures)
+# -- clients of the test's mesh ------------------------------------------------------------
+
+
+@pytest.fixture
+def clients(redis_url: str, prefix: str) -> Iterator[Clients]:
+    """The test's client factory (`tests.support.clients.Clients`): every client
+    it made is closed at teardown. A test that uses a private server names that
+    server's fixture first, so its clients close while the server still runs."""
+    made = Clients(redis_url, prefix)
+    try:
+        yield made
+    finally:
+        made.close_all()
+
+
+@pytest.fixture
+def make(clients: Clients) -> Factory:
+    """``make(url=None, *, start=False, **settings)``: a `QUIET` client of the mesh."""
+    return clients.make
+
+
+@pytest.fixture
+def wq(make: Factory) -> worqr.Worqr:
+    """A client of the test's mesh (no worker started)."""
+    return make()
+
+
+@pytest.fixture
+def worker(make: Factory) -> worqr.Worqr:
+    """A started worker of the test's mesh (it works on no queue yet)."""
+    return make(start=True)

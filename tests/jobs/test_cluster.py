@@ -10,11 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from cluster_fixtures import LocalCluster
-from helpers import wait_until
 from redis.cluster import RedisCluster
 
 import worqr
+from tests.support.cluster import LocalCluster, redis_cluster, redis_cluster_url
+from tests.support.waiting import wait_until
 from worqr._core.lua import script_names
 
 from .conftest import QUIET
@@ -30,6 +30,8 @@ from .test_lifecycle import (
 pytestmark = pytest.mark.cluster
 
 __all__ = [  # borrowed, collected here with this module's fixtures
+    "redis_cluster",
+    "redis_cluster_url",
     "test_a_finish_is_fenced_and_counted_once",
     "test_cancel_reaches_every_live_state",
     "test_failures_retry_after_their_delay_then_fail",

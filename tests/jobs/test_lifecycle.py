@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import pytest
 import redis
-from helpers import wait_until
 
 import worqr
+from tests.support.waiting import wait_until
 from worqr._jobs import STATES, JobProcess
 from worqr._keys import MeshKeys
 

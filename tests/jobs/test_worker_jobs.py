@@ -11,9 +11,9 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
-from helpers import wait_until
 
 import worqr
+from tests.support.waiting import wait_until
 
 from .conftest import Running, fast_worker
 

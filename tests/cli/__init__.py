@@ -1,0 +1,1 @@
+"""The `worqr` command line, run as subprocesses."""

@@ -1,0 +1,1 @@
+"""The client API, `worqr.Worqr` and `worqr.AsyncWorqr`, against a real Redis."""

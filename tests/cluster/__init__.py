@@ -1,0 +1,1 @@
+"""worqr on a real Redis Cluster."""

@@ -1,0 +1,146 @@
+"""The package's folders are its layers, and imports only go down.
+
+    base      _errors, _keys, _settings, _process, _hooks, _jobs, _version, embedded*
+    _core     sans-I/O: plans, script builders, replies, cluster routing
+    _clients  the two colours (Worqr, AsyncWorqr), connections, subscribers
+    _runtime  the Worker
+    metrics   Prometheus (the only package that imports prometheus_client)
+    _cli      the subcommands and the supervisor
+    _demo     `worqr demo`
+    top       worqr, worqr.cli, worqr.__main__
+
+The base and `_core` import no socket, thread or asyncio code, and of redis-py
+only its exceptions: what they decide can run anywhere, and both clients
+execute it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT
+
+PACKAGE = ROOT / "worqr"
+
+RANKS = {
+    "_errors": 0,
+    "_keys": 0,
+    "_settings": 0,
+    "_process": 0,
+    "_hooks": 0,
+    "_jobs": 0,
+    "_version": 0,
+    "embedded": 0,
+    "embedded_cluster": 0,
+    "_core": 1,
+    "_clients": 2,
+    "_runtime": 3,
+    "metrics": 4,
+    "_cli": 5,
+    "_demo": 6,
+    "cli": 7,
+    "__init__": 7,
+    "__main__": 7,
+}
+
+# What the sans-I/O layers (base and _core) may not import.
+IO_MODULES = (
+    "asyncio",
+    "concurrent",
+    "http",
+    "multiprocessing",
+    "prometheus_client",
+    "select",
+    "selectors",
+    "socket",
+    "ssl",
+    "subprocess",
+    "tenacity",
+    "threading",
+    "urllib",
+)
+SANS_IO_EXEMPT = {"embedded", "embedded_cluster"}  # base utilities that start servers
+
+
+def modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def layer(path: Path) -> str:
+    """The layer of a module: its top folder, or its own name at the top."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return parts[0]
+
+
+def imports(path: Path) -> list[tuple[str, int]]:
+    """Absolute names of every module ``path`` imports (worqr's own resolved from
+    relative imports), with the line."""
+    tree = ast.parse(path.read_text("utf-8"))
+    package = ["worqr", *path.relative_to(PACKAGE).parent.parts]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                name = ".".join([*base, *([node.module] if node.module else [])])
+                if node.module is None:  # from . import x: the names are modules
+                    found += [(f"{name}.{alias.name}", node.lineno) for alias in node.names]
+                    continue
+            else:
+                name = node.module or ""
+            found.append((name, node.lineno))
+    return found
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_only_go_down(path: Path) -> None:
+    own = layer(path)
+    assert own in RANKS, f"{path.name}: put it in a layer (RANKS in this file)"
+    for name, line in imports(path):
+        if not name.startswith("worqr.") and name != "worqr":
+            continue
+        parts = name.split(".")
+        target = parts[1] if len(parts) > 1 else "__init__"
+        assert target in RANKS, f"{path.name}:{line} imports {name}: unknown layer"
+        assert RANKS[target] <= RANKS[own], (
+            f"{path.relative_to(PACKAGE)}:{line} imports {name}, a higher layer ({target})"
+        )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in modules() if RANKS.get(layer(p), 99) <= 1 and layer(p) not in SANS_IO_EXEMPT],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_the_core_and_base_import_no_io(path: Path) -> None:
+    for name, line in imports(path):
+        top = name.split(".")[0]
+        assert top not in IO_MODULES, f"{path.relative_to(PACKAGE)}:{line} imports {name}"
+        if top == "redis":
+            assert name == "redis.exceptions", (
+                f"{path.relative_to(PACKAGE)}:{line} imports {name}: only redis.exceptions"
+            )
+
+
+def test_only_metrics_imports_prometheus_client() -> None:
+    for path in modules():
+        if layer(path) == "metrics":
+            continue
+        for name, line in imports(path):
+            assert not name.startswith("prometheus_client"), f"{path.name}:{line}"
+
+
+def test_no_module_holds_two_ideas() -> None:
+    """A module past ~350 lines usually holds two ideas (generated code aside)."""
+    long = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in modules()
+        if (lines := len(path.read_text("utf-8").splitlines())) > 350
+        and not path.read_text("utf-8").startswith("# Generated")
+    }
+    assert not long, long

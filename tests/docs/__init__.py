@@ -1,0 +1,1 @@
+"""What ships besides the library: README snippets, examples, compose, demo, benchmarks."""

@@ -1,0 +1,106 @@
+"""A smoke run of the benchmark harness (`python -m benchmarks.compare --quick`):
+worqr through every workload that starts workers, and every installed peer
+through the drain workload. Proves the harness runs, not how fast anything is."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.harness import Probe
+from benchmarks.mesh import _wakeups
+from tests.support import ROOT
+from worqr.embedded import EmbeddedRedis
+
+PEERS = "raw-list,rq,rq-simple,arq,saq,dramatiq,celery,celery-threads,huey"
+
+
+def compare(tmp_path: Path, *args: str) -> dict[str, Any]:
+    out = tmp_path / "results"
+    command = [sys.executable, "-m", "benchmarks.compare", "--quick", "--out", str(out), *args]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=150)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    document: dict[str, Any] = json.loads((out / "latest.json").read_text())
+    failed = [(r["system"], r["workload"], r.get("error")) for r in document["runs"] if not r["ok"]]
+    assert not failed, failed
+    return document
+
+
+@pytest.mark.slow
+def test_worqr_runs_through_every_worker_workload(tmp_path: Path) -> None:
+    workloads = "enqueue,drain,latency,cost,memory,recovery"
+    document = compare(tmp_path, "--systems", "worqr", "--workloads", workloads)
+    metrics = {run["workload"]: run["metrics"] for run in document["runs"]}
+    assert sorted(metrics) == sorted(workloads.split(","))
+    drain = metrics["drain"]
+    assert drain["completed"] == drain["distinct"] == drain["n"]  # each task ran exactly once
+    assert metrics["latency"]["missing"] == 0
+    assert 0 < metrics["latency"]["p50_ms"] < 1000
+    assert metrics["enqueue"]["each_per_s"] > 0 and metrics["enqueue"]["bulk_per_s"] > 0
+    assert metrics["cost"]["client_commands"] > 0 and metrics["cost"]["worker_cpu_us"] > 0
+    assert metrics["recovery"]["recovered"] and metrics["recovery"]["seconds"] < 10
+    assert 0 <= metrics["memory"]["bytes_per_task"] < 100
+    table = (tmp_path / "results" / "latest.md").read_text()
+    assert "| worqr |" in table and "Targets (issue 6)" in table
+
+
+@pytest.mark.slow
+def test_installed_peers_drain_every_task(tmp_path: Path) -> None:
+    document = compare(tmp_path, "--systems", PEERS, "--workloads", "drain")
+    assert "raw-list" in document["systems"]  # needs only redis-py: always there
+    assert [run["system"] for run in document["runs"]] == document["systems"]
+    for run in document["runs"]:
+        drain = run["metrics"]
+        assert drain["completed"] == drain["distinct"] == drain["n"], run["system"]
+
+
+@pytest.mark.sentinel
+@pytest.mark.slow
+def test_durability_benchmark_runs() -> None:
+    """`python -m benchmarks.durability` on its own Sentinel setup, tiny sizes."""
+    command = [sys.executable, "-m", "benchmarks.durability"]
+    command += ["--tasks", "200", "--bulk-tasks", "2000", "--repeat", "1"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "enqueue: wait_replicas=1 runs at" in done.stdout
+    assert "enqueue_many: wait_replicas=1 runs at" in done.stdout
+
+
+def test_wakeups_per_task_do_not_grow_with_idle_workers(fresh_redis: EmbeddedRedis) -> None:
+    """The scale workload's herd figure: each enqueue wakes one idle worker, with
+    4 or 40 of them waiting (a broadcast would send 4 or 40 per task)."""
+    probe = Probe(fresh_redis.url)
+    try:
+        for idle in (4, 40):
+            herd = _wakeups(probe, idle)
+            assert herd["per_task"] == 1.0, (idle, herd)
+            assert herd["idle_after"] == idle - herd["tasks"]  # the rest still wait
+    finally:
+        probe.close()
+
+
+@pytest.mark.slow
+def test_drain_concurrency_benchmark_runs() -> None:
+    """`python -m benchmarks.drain_concurrency` with tiny sizes: a row per handler
+    kind and concurrency, each with a positive rate (every task started)."""
+    command = [sys.executable, "-m", "benchmarks.drain_concurrency"]
+    command += ["--tasks", "200", "--reps", "1", "--concurrency", "2,4"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = [
+        line.split("|")[1:-1]
+        for line in done.stdout.splitlines()
+        if line[:7] in ("| sync ", "| async")
+    ]
+    assert [(kind.strip(), level.strip()) for kind, level, _, _ in rows] == [
+        ("sync", "2"),
+        ("sync", "4"),
+        ("async", "2"),
+        ("async", "4"),
+    ]
+    assert all(float(rate.replace(",", "")) > 0 for _, _, rate, _ in rows)

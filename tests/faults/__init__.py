@@ -1,0 +1,1 @@
+"""The fault scenarios (issue 5): real `worqr worker` meshes under injected faults."""

@@ -1,0 +1,1 @@
+"""Prometheus metrics: worker hooks, the mesh collector, the exporter, the dashboard."""

@@ -1,0 +1,323 @@
+"""Every query of every dashboard panel returns data from a real Prometheus that
+scrapes a real running mesh: worker processes behind one multiprocess endpoint,
+the standalone exporter, a producer, a cancel, failures and a SIGKILLed worker.
+
+Grafana cannot run here; Prometheus evaluates exactly the expressions Grafana
+would send, with its variables substituted the way Grafana substitutes them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support import ROOT
+from tests.support.waiting import wait_until
+from worqr import Worqr
+from worqr.embedded import free_port
+from worqr.metrics.serve import MetricsServer, mark_dead, multiprocess_registry, serve
+
+DASHBOARD = ROOT / "grafana" / "dashboards" / "worqr.json"
+PROMETHEUS = shutil.which("prometheus")
+QUEUES = ("alpha", "beta")
+RATE_WINDOW = "15s"  # what Grafana's $__rate_interval becomes for a 1 s scrape interval
+
+pytestmark = [
+    pytest.mark.prometheus,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        PROMETHEUS is None,
+        reason="the prometheus binary is not on PATH (Debian package 'prometheus'; "
+        ".ci/run installs it as root)",
+    ),
+]
+
+# One worker process: a worqr Worker running sleepy handlers, counted by the
+# metrics package, writing to the shared multiprocess directory.
+WORKER = """
+import sys, time
+import worqr
+from worqr.metrics import install_worker_metrics
+
+url, prefix = sys.argv[1], sys.argv[2]
+worker = worqr.Worker(url, prefix=prefix, concurrency=4)
+worker.configure(ttl=1.0, heartbeat=0.2, grace_period=1.0)
+retried = set()
+
+def handle(task: str) -> None:
+    name, _, millis = task.partition(":")
+    time.sleep(int(millis) / 1000)
+    if name.startswith("fail"):
+        raise RuntimeError("this task fails")
+    if name.startswith("retry") and name not in retried:
+        retried.add(name)
+        raise worqr.Retry()
+
+for queue in ("alpha", "beta"):
+    worker.handler(queue)(handle)
+install_worker_metrics(worker)
+print("ready", flush=True)
+worker.run()
+"""
+
+
+def substitute(expr: str) -> str:
+    """Grafana's variables, as Grafana expands them for these settings."""
+    return (
+        expr.replace("$queue", "|".join(QUEUES))
+        .replace("$__rate_interval", RATE_WINDOW)
+        .replace("$__interval", "5s")
+        .replace("$__range", "5m")
+    )
+
+
+def dashboard_queries() -> list[tuple[str, str]]:
+    def panels(items: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for panel in items:
+            yield panel
+            yield from panels(panel.get("panels", []))
+
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [
+        (panel["title"], target["expr"])
+        for panel in panels(dashboard["panels"])
+        for target in panel.get("targets", [])
+    ]
+
+
+class Prometheus:
+    def __init__(self, directory: Path, exporter: int, workers: int) -> None:
+        self.port = free_port()
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "scrape_configs": [
+                {
+                    "job_name": "worqr-exporter",
+                    "static_configs": [{"targets": [f"127.0.0.1:{exporter}"]}],
+                },
+                {
+                    "job_name": "worqr-workers",
+                    "static_configs": [{"targets": [f"127.0.0.1:{workers}"]}],
+                },
+            ],
+        }
+        (directory / "prometheus.yml").write_text(yaml.safe_dump(config))
+        assert PROMETHEUS is not None
+        self.log = (directory / "prometheus.log").open("wb")
+        self.process = subprocess.Popen(
+            [
+                PROMETHEUS,
+                f"--config.file={directory / 'prometheus.yml'}",
+                f"--storage.tsdb.path={directory / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--log.level=warn",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def get(self, path: str, **params: str) -> Any:
+        query = urllib.parse.urlencode(params)
+        url = f"http://127.0.0.1:{self.port}{path}" + (f"?{query}" if query else "")
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return json.loads(response.read()) if path.startswith("/api") else response.status
+
+    def ready(self) -> bool:
+        assert self.process.poll() is None, "prometheus exited; see prometheus.log"
+        try:
+            return bool(self.get("/-/ready") == 200)
+        except OSError:
+            return False
+
+    def targets_up(self) -> bool:
+        active = self.get("/api/v1/targets")["data"]["activeTargets"]
+        return len(active) == 2 and all(t["health"] == "up" for t in active)
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        reply = self.get("/api/v1/query", query=expr)
+        assert reply["status"] == "success", reply
+        result: list[dict[str, Any]] = reply["data"]["result"]
+        return result
+
+    def close(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+class Mesh:
+    """Worker processes sharing one metrics endpoint (as under `worqr worker
+    --processes N`), the standalone exporter, and a producer thread."""
+
+    def __init__(self, directory: Path, url: str, prefix: str) -> None:
+        self.url, self.prefix = url, prefix
+        self.metrics_dir = directory / "metrics"
+        self.metrics_dir.mkdir()
+        self.env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(self.metrics_dir)}
+        self.workers: list[subprocess.Popen[bytes]] = []
+        self.endpoint: MetricsServer = serve(
+            0, registry=multiprocess_registry(str(self.metrics_dir))
+        )
+        self.exporter_port = free_port()
+        self.exporter = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "worqr.metrics.exporter",
+                "--url",
+                url,
+                "--prefix",
+                prefix,
+                "--port",
+                str(self.exporter_port),
+            ],
+            env={k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"},
+        )
+        self.stop = threading.Event()
+        self.producer = threading.Thread(target=self._produce, daemon=True)
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(
+            [sys.executable, "-c", WORKER, self.url, self.prefix],
+            env=self.env,
+            stdout=subprocess.PIPE,
+        )
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"ready\n"
+        self.workers.append(process)
+        return process
+
+    def _produce(self) -> None:
+        with Worqr(self.url, prefix=self.prefix) as client:
+            n = 0
+            while not self.stop.wait(0.05):
+                n += 1
+                kind = "fail" if n % 10 == 0 else "retry" if n % 7 == 0 else "task"
+                client.enqueue_many(
+                    QUEUES[n % 2], [f"{kind}{n}:{(n * 37) % 40}", f"task{n}b:{n % 5}"]
+                )
+                if n % 15 == 0:
+                    client.enqueue(QUEUES[0], f"doomed{n}:0")
+                    client.cancel_tasks(QUEUES[0], f"doomed{n}:0")
+
+    def close(self) -> None:
+        self.stop.set()
+        if self.producer.is_alive():
+            self.producer.join(timeout=10)
+        for process in [*self.workers, self.exporter]:
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)  # in case a failed test left it frozen
+                process.send_signal(signal.SIGTERM)
+        for process in [*self.workers, self.exporter]:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+        self.endpoint.close()
+
+
+@pytest.fixture
+def mesh(tmp_path: Path, redis_url: str, prefix: str) -> Iterator[Mesh]:
+    made = Mesh(tmp_path, redis_url, prefix)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def test_every_dashboard_query_returns_data(tmp_path: Path, mesh: Mesh) -> None:
+    first = mesh.start_worker()
+    mesh.start_worker()
+    mesh.producer.start()
+    prometheus = Prometheus(tmp_path, mesh.exporter_port, mesh.endpoint.port)
+    try:
+        wait_until(prometheus.ready, timeout=30, interval=0.2, message="prometheus ready")
+        wait_until(prometheus.targets_up, timeout=30, interval=0.2, message="targets up")
+
+        # A worker dies holding tasks: a peer fails it and recovers them; the
+        # supervisor would mark it dead and start a replacement.
+        with Worqr(mesh.url, prefix=mesh.prefix) as client:
+
+            def worker_id() -> str | None:
+                for worker in client.get_workers():
+                    if client.get_worker_info(worker).get("pid") == str(first.pid):
+                        return worker
+                return None
+
+            first_id = wait_until(worker_id, timeout=10)
+
+            def frozen_holding_tasks() -> bool:
+                # Frozen, it cannot finish what it holds between the check and the kill.
+                first.send_signal(signal.SIGSTOP)
+                if any(client.count_worker_processes(q, first_id) for q in QUEUES):
+                    return True
+                first.send_signal(signal.SIGCONT)
+                return False
+
+            wait_until(frozen_holding_tasks, timeout=10, interval=0.02)
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+        mark_dead(first.pid, str(mesh.metrics_dir))
+        mesh.start_worker()
+
+        queries = dashboard_queries()
+        assert len(queries) >= 20
+
+        def empty_queries() -> list[str]:
+            return [
+                f"{title}: {expr}"
+                for title, expr in queries
+                if not prometheus.query(substitute(expr))
+            ]
+
+        deadline = time.monotonic() + 40
+        while (missing := empty_queries()) and time.monotonic() < deadline:
+            time.sleep(0.5)  # the next scrape, not a guess: the loop has a deadline
+        assert not missing, "dashboard queries without data:\n" + "\n".join(missing)
+
+        def scalar(expr: str) -> float:
+            result = prometheus.query(expr)
+            return sum(float(series["value"][1]) for series in result) if result else math.nan
+
+        # The data is the mesh's, not zeros: traffic in and out, run times,
+        # failures, the dead worker recovered by a peer.
+        window = "[1m]"
+        assert scalar(f'sum(increase(worqr_queue_events_total{{event="enqueued"}}{window}))') > 0
+        assert scalar(f'sum(increase(worqr_queue_events_total{{event="finished"}}{window}))') > 0
+        assert scalar(f"sum(increase(worqr_tasks_failed_total{window}))") > 0
+        assert scalar(f"sum(increase(worqr_tasks_retried_total{window}))") > 0
+        assert scalar('sum(worqr_queue_events_total{event="cancelled"})') > 0
+        wait_until(lambda: scalar("sum(worqr_peers_failed_total)") >= 1, timeout=15)
+        wait_until(lambda: scalar('sum(worqr_queue_events_total{event="recovered"})') >= 1)
+        p95 = scalar(
+            "histogram_quantile(0.95, sum by (le) "
+            f"(rate(worqr_task_duration_seconds_bucket{window})))"
+        )
+        assert 0.001 <= p95 <= 0.1
+        wait_until(lambda: scalar("worqr_workers_alive") == 2, timeout=15)
+        labels = prometheus.get("/api/v1/label/queue/values", **{"match[]": "worqr_queue_tasks"})
+        assert set(labels["data"]) == set(QUEUES)  # what the $queue variable offers
+    finally:
+        prometheus.close()

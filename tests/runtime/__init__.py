@@ -1,0 +1,1 @@
+"""The worker runtime (`worqr.Worker`) and the multi-process supervisor."""

@@ -1,0 +1,1 @@
+"""worqr behind real Redis Sentinels."""
