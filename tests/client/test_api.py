@@ -26,6 +26,7 @@ from tests.support.clients import Factory
 from tests.support.mesh import keys_under, kill, queue_keys, queued
 from tests.support.recorders import OnLeaseLost
 from tests.support.waiting import wait_until
+from worqr._core import scripts
 from worqr._core.lua import source
 from worqr._core.processes import DEQUEUE_CHUNK
 from worqr._keys import MeshKeys
@@ -43,9 +44,14 @@ def tasks(wq: worqr.Worqr, queue: str, count: int) -> list[str | bytes]:
 
 
 def test_every_public_method_of_worqr_is_exercised_in_this_file() -> None:
-    """Guards the coverage promise of this file: a new public method of Worqr
-    makes this test fail until a test here calls it."""
-    text = Path(__file__).read_text("utf-8")
+    """Guards the coverage promise of this file (and, for the job methods,
+    tests/jobs/test_submit.py and test_lifecycle.py): a new public method of
+    Worqr makes this test fail until a test calls it."""
+    jobs = Path(__file__).resolve().parent.parent / "jobs"
+    text = "\n".join(
+        path.read_text("utf-8")
+        for path in (Path(__file__), jobs / "test_submit.py", jobs / "test_lifecycle.py")
+    )
     public = [name for name in dir(worqr.Worqr) if not name.startswith("_")]
     missing = [name for name in public if not re.search(rf"\.{name}\b", text)]
     assert not missing, f"untested public methods of Worqr: {missing}"
@@ -360,22 +366,16 @@ def test_a_resent_dequeue_chunk_returns_what_it_took(
     worker.start_work("q")
     keys = queue_keys(prefix, "q")
     worker_id = worker.worker_id or ""
-    script = redis_client.register_script(source("dequeue"))
-    args = (
-        keys.tasks,
-        keys.processes,
-        keys.owned(worker_id),
-        keys.members,
-        keys.idle,
-        keys.seq,
-        keys.stats,
-    )
-    first = script(args, (worker_id, "x.1.", 3, 0))
-    second = script(args, (worker_id, "x.1.", 3, 3))
+
+    def chunk(first: int) -> Any:  # the script call one chunk makes (its builder's)
+        return worker._execute(scripts.dequeue(keys, worker_id, "x.1.", count=3, first=first), 0)
+
+    first = chunk(0)
+    second = chunk(3)
     assert first[0::2] == [b"x.1.1", b"x.1.2", b"x.1.3"]
     assert second[0::2] == [b"x.1.4", b"x.1.5", b"x.1.6"]
-    assert script(args, (worker_id, "x.1.", 3, 3)) == second  # resent: same processes
-    assert script(args, (worker_id, "x.1.", 3, 0)) == first
+    assert chunk(3) == second  # resent: same processes
+    assert chunk(0) == first
     assert wq.count_tasks("q") == 4 and wq.count_processes("q") == 6
     assert [*first[1::2], *second[1::2]] == [f"p{i}".encode() for i in range(6)]
 
