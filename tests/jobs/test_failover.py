@@ -1,0 +1,139 @@
+"""Jobs survive their workers: real `worqr worker` processes are SIGKILLed or
+paused mid-job. A job runs to one accepted finish on a peer, its attempts and
+recoveries are recorded, a late finish of a paused worker is fenced, a job that
+keeps killing its workers fails after max_recoveries, and retries=0 with
+max_recoveries=0 gives at-most-once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+import worqr
+from tests.support import APPS
+from tests.support.cli import cli_env, start_cli
+from tests.support.processes import kill_pids
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.slow
+
+TIMING = ("--ttl", "1.0", "--heartbeat", "0.2")
+
+
+class Mesh:
+    """`worqr worker job_failover_app:worker --processes 2` and what it recorded."""
+
+    def __init__(self, url: str, prefix: str, log: Path) -> None:
+        self.url, self.prefix, self.log_path = url, prefix, log
+        self.redis = redis.Redis.from_url(url)
+        self.client = worqr.Worqr(url, prefix=prefix)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = cli_env(PYTHONPATH=str(APPS), JOB_RECORD=self.prefix)
+        args = ["worker", "job_failover_app:worker", "--url", self.url, "--prefix", self.prefix]
+        with open(self.log_path, "ab") as log:
+            self.process = start_cli(
+                *args, "--processes", "2", *TIMING, env=env, stdout=log, stderr=log
+            )
+        wait_until(lambda: len(self.pids()) == 2, timeout=30, message="2 workers")
+
+    def pids(self) -> list[int]:
+        ids = self.client.get_workers()
+        alive = self.client.workers_alive(ids)
+        infos = [self.client.get_worker_info(w) for w, up in zip(ids, alive, strict=True) if up]
+        return [int(info["pid"]) for info in infos if info.get("pid", "").isdigit()]
+
+    def events(self, event: str, job_id: str) -> list[tuple[int, int]]:
+        """(pid, attempt) of each ``event`` of the job, in order."""
+        found = []
+        for raw in self.redis.lrange(f"{self.prefix}:events", 0, -1):
+            kind, id, pid, attempt = raw.decode().split(" ")
+            if kind == event and id == job_id:
+                found.append((int(pid), int(attempt)))
+        return found
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                kill_pids([self.process.pid])
+        self.client.close()
+        self.redis.close()
+
+
+@pytest.fixture
+def mesh(redis_url: str, prefix: str, tmp_path: Path) -> Iterator[Mesh]:
+    made = Mesh(redis_url, prefix, tmp_path / "worker.log")
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def test_a_job_of_a_killed_worker_finishes_once_on_a_peer(mesh: Mesh, prefix: str) -> None:
+    mesh.start()
+    ref = mesh.client.submit("held", "work")
+    wait_until(lambda: mesh.events("started", ref.id), message="the first start")
+    [(victim, attempt)] = mesh.events("started", ref.id)
+    assert attempt == 1
+    os.kill(victim, signal.SIGKILL)
+    wait_until(lambda: len(mesh.events("started", ref.id)) == 2, timeout=15, message="a peer")
+    (peer, second) = mesh.events("started", ref.id)[1]
+    assert peer != victim and second == 2
+    mesh.redis.set(f"{prefix}:release", 1)
+    assert mesh.client.result("held", ref.id, timeout=15) == f"by {peer}"
+    info = mesh.client.get_job("held", ref.id)
+    assert info is not None and (info.state, info.attempts, info.error) == ("finished", 2, None)
+    stats = mesh.client.get_stats("held")
+    assert (stats["finished"], stats["recovered"], stats.get("retried", 0)) == (1, 1, 0)
+    assert mesh.client.count_jobs("held")["finished"] == 1
+
+
+def test_a_paused_workers_late_finish_is_fenced(mesh: Mesh, prefix: str) -> None:
+    mesh.start()
+    ref = mesh.client.submit("held", "work")
+    wait_until(lambda: mesh.events("started", ref.id), message="the first start")
+    [(paused, _)] = mesh.events("started", ref.id)
+    os.kill(paused, signal.SIGSTOP)
+    try:
+        wait_until(lambda: len(mesh.events("started", ref.id)) == 2, timeout=15, message="a peer")
+        (peer, _) = mesh.events("started", ref.id)[1]
+        mesh.redis.set(f"{prefix}:release", 1)
+        assert mesh.client.result("held", ref.id, timeout=15) == f"by {peer}"
+    finally:
+        os.kill(paused, signal.SIGCONT)
+    # The paused worker wakes, its handler returns too: its finish changes nothing.
+    wait_until(lambda: len(mesh.events("returned", ref.id)) == 2, timeout=15)
+    assert mesh.client.result("held", ref.id, timeout=0) == f"by {peer}"
+    assert mesh.client.get_stats("held")["finished"] == 1
+    assert mesh.client.count_jobs("held")["finished"] == 1
+
+
+def test_a_job_that_keeps_killing_its_workers_fails_after_max_recoveries(mesh: Mesh) -> None:
+    mesh.client.configure_queue("poison", max_recoveries=1)
+    mesh.start()
+    ref = mesh.client.submit("poison", "pill")
+    with pytest.raises(worqr.JobFailedError) as caught:
+        mesh.client.result("poison", ref.id, timeout=40)
+    assert caught.value.error == "WorkerLost: recovered 1 times"
+    assert [attempt for _, attempt in mesh.events("started", ref.id)] == [1, 2]
+    info = mesh.client.get_job("poison", ref.id)
+    assert info is not None and info.attempts == 2
+
+
+def test_retries_zero_and_max_recoveries_zero_is_at_most_once(mesh: Mesh) -> None:
+    mesh.client.configure_queue("poison", max_recoveries=0)
+    mesh.start()
+    ref = mesh.client.submit("poison", "once", retries=0)
+    with pytest.raises(worqr.JobFailedError, match="WorkerLost: recovered 0 times"):
+        mesh.client.result("poison", ref.id, timeout=30)
+    assert len(mesh.events("started", ref.id)) == 1  # it ran at most once
