@@ -7,8 +7,10 @@ max_recoveries=0 gives at-most-once."""
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,14 +37,13 @@ class Mesh:
         self.client = worqr.Worqr(url, prefix=prefix)
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def start(self, processes: int = 2, *options: str) -> None:
         env = cli_env(PYTHONPATH=str(APPS), JOB_RECORD=self.prefix)
         args = ["worker", "job_failover_app:worker", "--url", self.url, "--prefix", self.prefix]
+        args += ["--processes", str(processes), *TIMING, *options]
         with open(self.log_path, "ab") as log:
-            self.process = start_cli(
-                *args, "--processes", "2", *TIMING, env=env, stdout=log, stderr=log
-            )
-        wait_until(lambda: len(self.pids()) == 2, timeout=30, message="2 workers")
+            self.process = start_cli(*args, env=env, stdout=log, stderr=log)
+        wait_until(lambda: len(self.pids()) == processes, timeout=30, message="the workers")
 
     def pids(self) -> list[int]:
         ids = self.client.get_workers()
@@ -137,3 +138,47 @@ def test_retries_zero_and_max_recoveries_zero_is_at_most_once(mesh: Mesh) -> Non
     with pytest.raises(worqr.JobFailedError, match="WorkerLost: recovered 0 times"):
         mesh.client.result("poison", ref.id, timeout=30)
     assert len(mesh.events("started", ref.id)) == 1  # it ran at most once
+
+
+def test_a_sigkill_storm_finishes_every_job_once_with_its_result(mesh: Mesh) -> None:
+    """2,000 jobs on 4 worker processes, a random registered child SIGKILLed every
+    0.2-0.4 s (12 kills) while they run: every job finishes, with its own result,
+    exactly once; the counts are exact; each job's attempts are its takes, and
+    the recoveries the counters report are the attempts beyond the first."""
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    mesh.client.configure_queue("storm", max_recoveries=-1)  # a storm is not a poison pill
+    mesh.start(4, "--max-restarts", "1000")
+    total = 2000
+    refs = mesh.client.submit_many("storm", [f"{n}:{rng.randint(30, 90)}" for n in range(total)])
+    killed: set[int] = set()
+    began = time.monotonic()
+    while len(killed) < 12 and time.monotonic() - began < 60:
+        time.sleep(rng.uniform(0.2, 0.4))
+        if mesh.client.count_jobs("storm")["finished"] == total:
+            break
+        # A killed worker keeps its lease for up to a TTL: it is no victim.
+        victims = sorted(set(mesh.pids()) - killed)
+        if len(victims) >= 2:  # leave a registered peer to fail the victim
+            victim = rng.choice(victims)
+            os.kill(victim, signal.SIGKILL)
+            killed.add(victim)
+    assert len(killed) >= 6, f"the storm was too short to mean anything ({seed=})"
+
+    for number, ref in enumerate(refs):
+        assert mesh.client.result("storm", ref.id, timeout=60) == str(number * number), seed
+    counts = mesh.client.count_jobs("storm")
+    assert counts == {**dict.fromkeys(counts, 0), "finished": total}, (counts, seed)
+    stats = mesh.client.get_stats("storm")
+    assert stats["finished"] == total and stats.get("retried", 0) == 0, (stats, seed)
+    extra_attempts = 0
+    for ref in refs:
+        info = mesh.client.get_job("storm", ref.id)
+        assert info is not None and info.state == "finished" and info.error is None
+        starts = [attempt for _, attempt in mesh.events("started", ref.id)]
+        # A start is recorded once the handler runs: a take killed before that
+        # counts an attempt without a record, so the finishing take is the last.
+        assert starts and max(starts) == info.attempts, (ref.id, starts, info.attempts, seed)
+        extra_attempts += info.attempts - 1
+    assert stats.get("recovered", 0) == extra_attempts, (stats, extra_attempts, seed)
+    assert extra_attempts > 0, "no job was ever recovered: the kills missed every job"

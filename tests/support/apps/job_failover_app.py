@@ -5,7 +5,8 @@ Each start is recorded as ``"started <job id> <pid> <attempt>"`` on the Redis li
 
 - "held": waits (without blocking the loop) until the key ``<record>:release``
   exists, then returns ``"by <pid>"``;
-- "poison": kills its own worker process with SIGKILL, every time.
+- "poison": kills its own worker process with SIGKILL, every time;
+- "storm": payload ``"<n>:<millis>"``, sleeps that long and returns n squared.
 """
 
 from __future__ import annotations
@@ -53,3 +54,16 @@ async def poison(payload: str) -> None:
     finally:
         await client.aclose()
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+@worker.job("storm")
+async def storm(payload: str) -> str:
+    """Payload ``"<n>:<millis>"``: records the start, sleeps, returns ``n`` squared."""
+    number, millis = (int(part) for part in payload.split(":"))
+    client = connect()
+    try:
+        await record(client, "started")
+    finally:
+        await client.aclose()
+    await asyncio.sleep(millis / 1000)
+    return str(number * number)
