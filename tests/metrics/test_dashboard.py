@@ -59,14 +59,18 @@ def exported(redis_url: str) -> tuple[set[str], set[str]]:
     names: set[str] = set()
     queued: set[str] = set()
     registry = CollectorRegistry()
-    WorkerMetrics(registry).on_wakeup("q")  # a queue seen: every per-queue series exists
+    metrics = WorkerMetrics(registry)
+    metrics.on_wakeup("q")  # a queue seen: every per-queue series exists
+    metrics.on_job_started("j", 0.0)  # a job queue's first job: its job series too
     families = list(registry.collect())
     with Worqr(redis_url, prefix="dashboard-test") as wq:
         wq.enqueue("q", "t")
+        wq.submit("j", "t")
         collector = MeshCollector.from_url(redis_url, "dashboard-test")
         families += list(collector.collect())
         collector.close()
         wq.delete_queue("q")
+        wq.delete_queue("j")
     for family in families:
         for sample in family.samples:
             names.add(sample.name)
@@ -151,5 +155,10 @@ def test_the_wall_screen_covers_what_the_team_watches() -> None:
         "worqr_redis_errors_total",
         'result="empty"',  # thundering herd: empty dequeues per wake-up
         "worqr_notifications_total",
+        "worqr_jobs{",  # jobs by state
+        "worqr_job_start_delay_seconds_bucket",
+        'event="retried"',  # job retries vs failures
+        "worqr_job_timeouts_total",
+        "worqr_jobs_overdue",
     ):
         assert needle in text, needle
