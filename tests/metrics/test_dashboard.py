@@ -1,6 +1,7 @@
 """The Grafana dashboard's structure: unique panel ids, every data source is the
 provisioned Prometheus, every metric it names is one worqr exports, and every
-per-queue query is filtered by the queue variable."""
+per-queue query is filtered by the queue variable; and docs/metrics.md lists
+every metric worqr exports."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from worqr.metrics.worker import WorkerMetrics
 
 DASHBOARD = ROOT / "grafana" / "dashboards" / "worqr.json"
 DATASOURCES = ROOT / "grafana" / "provisioning" / "datasources" / "prometheus.yml"
+METRICS_DOC = ROOT / "docs" / "metrics.md"
 SELECTOR = re.compile(r"\b(worqr_[a-z_]+)\b(\{[^}]*\})?")
 QUEUE_FILTER = 'queue=~"$queue"'
 
@@ -162,3 +164,11 @@ def test_the_wall_screen_covers_what_the_team_watches() -> None:
         "worqr_jobs_overdue",
     ):
         assert needle in text, needle
+
+
+def test_every_exported_metric_is_documented(exported: tuple[set[str], set[str]]) -> None:
+    names, _ = exported
+    documented = set(re.findall(r"^\| `(worqr_[a-z_]+)` \|", METRICS_DOC.read_text(), re.M))
+    for name in names:
+        base = re.sub(r"_(bucket|sum|count|created)$", "", name)
+        assert {name, base, f"{base}_total"} & documented, f"docs/metrics.md lacks {name}"
