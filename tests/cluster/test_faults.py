@@ -507,6 +507,18 @@ def test_metrics_collector_on_a_cluster(redis_cluster: LocalCluster, prefix: str
                 assert value(snapshot, "worqr_queue_tasks", queue=queue) == expected
             finished = value(snapshot, "worqr_queue_events_total", queue="q5", event="finished")
             assert finished == 1
+            # Job queues on every master: one job_counts script call each, loaded
+            # on every master the first time it is missing.
+            job_queues = [f"j{i}" for i in range(6)]
+            for i, queue in enumerate(job_queues):
+                wq.submit_many(queue, [str(n) for n in range(i + 1)])
+            wq.submit("j0", "later", delay=60)
+            snapshot = scrape(collector)
+            assert value(snapshot, "worqr_collector_up") == 1
+            for i, queue in enumerate(job_queues):
+                assert value(snapshot, "worqr_jobs", queue=queue, state="queued") == i + 1
+                assert value(snapshot, "worqr_queue_tasks", queue=queue) == i + 1
+            assert value(snapshot, "worqr_jobs", queue="j0", state="delayed") == 1
     finally:
         collector.close()
 

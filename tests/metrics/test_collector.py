@@ -8,12 +8,14 @@ import pytest
 import redis
 from prometheus_client import CollectorRegistry, generate_latest
 
-from tests.support.metrics import scrape, value
+from tests.support.metrics import Snapshot, scrape, value
 from tests.support.timing import quiet
-from worqr import Worqr
+from tests.support.waiting import wait_until
+from worqr import JobSettings, Worqr
+from worqr._jobs import STATES, JobProcess
 from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis, free_port
-from worqr.metrics.collector import STAT_EVENTS, MeshCollector
+from worqr.metrics.collector import JOB_EVENTS, STAT_EVENTS, TASK_EVENTS, MeshCollector
 
 
 @pytest.fixture
@@ -75,10 +77,120 @@ def test_collector_reports_queues_workers_and_lifetime_events(
             "recovered": 1,
         }
         stats = wq.get_stats("alpha")
-        for event in STAT_EVENTS:
+        for event in TASK_EVENTS:
             exported = value(registry, "worqr_queue_events_total", queue="alpha", event=event)
             assert exported == stats.get(event, 0) == expected.get(event, 0), event
+        # A task queue carries no job series, nor events only jobs have.
+        for event in set(STAT_EVENTS) - set(TASK_EVENTS):
+            assert value(registry, "worqr_queue_events_total", queue="alpha", event=event) is None
+        assert not [name for name, _ in registry if name.startswith("worqr_jobs")]
         assert value(registry, "worqr_queue_events_total", queue=odd, event="enqueued") == 2
+
+
+def exported_jobs(snapshot: Snapshot, queue: str) -> dict[str, float | None]:
+    return {state: value(snapshot, "worqr_jobs", queue=queue, state=state) for state in STATES}
+
+
+def test_collector_reports_exact_job_counts_overdue_jobs_and_job_events(
+    redis_url: str, prefix: str, redis_client: redis.Redis, collector: MeshCollector
+) -> None:
+    keys = MeshKeys(prefix).queue("j")
+    short = JobSettings(min_retention=0.3)  # a finished job with result_ttl=0 expires soon
+    with (
+        Worqr(redis_url, settings=quiet(prefix)) as producer,
+        Worqr(redis_url, settings=quiet(prefix, jobs=short)) as worker,
+    ):
+        worker.start_worker()
+        finished = producer.submit("j", "fin", result_ttl=0)
+        for payload in ("retry", "fail", "run"):
+            producer.submit("j", payload)
+        _, taken, _ = worker._take_jobs("j", [], 4)
+        by_payload: dict[object, JobProcess] = {job.task: job for job in taken}
+        flags, _, _ = worker._take_jobs("j", [(by_payload["fin"], "s", b"ok")], 0)
+        assert flags == [True]
+        retry = by_payload["retry"]
+        assert worker._fail_job(retry, mode="error", delay=60, retries=1, error="E") == (True, "r")
+        assert worker._fail_job(by_payload["fail"], mode="fail", delay=0, retries=1, error="F") == (
+            True,
+            "x",
+        )
+        # Queued: two in the ready list (one of three left: two cancelled leave
+        # tombstones there) and one with a priority (not in the list at all).
+        for payload in ("q1", "q2", "q3"):
+            producer.submit("j", payload, id=payload)
+        producer.submit("j", "urgent", priority=5)
+        assert producer.cancel_job("j", "q2") and producer.cancel_job("j", "q3")
+        producer.submit("j", "later 1", delay=60)
+        producer.submit("j", "later 2", delay=60)
+        soon = producer.submit("j", "soon", delay=0.05)
+        due = producer.get_job("j", soon.id).due  # type: ignore[union-attr]
+        assert due is not None
+        wait_until(lambda: producer.server_time() > due)  # due, and no take promotes it
+
+        snapshot = scrape(collector)
+        expected = {
+            "delayed": 3,
+            "queued": 2,
+            "active": 1,
+            "retrying": 1,
+            "finished": 1,
+            "failed": 1,
+            "cancelled": 2,
+        }
+        assert exported_jobs(snapshot, "j") == expected == producer.count_jobs("j")
+        assert value(snapshot, "worqr_jobs_overdue", queue="j") == 1
+        assert redis_client.llen(keys.tasks) == 3  # what worqr_queue_tasks is not, here
+        assert value(snapshot, "worqr_queue_tasks", queue="j") == 2
+        assert value(snapshot, "worqr_queue_processes", queue="j") == 1
+        assert value(snapshot, "worqr_queue_failed", queue="j") == 1 == producer.count_failed("j")
+        stats = producer.get_stats("j")
+        assert (stats["submitted"], stats["started"], stats["retried"]) == (11, 4, 1)
+        for event in JOB_EVENTS:
+            exported = value(snapshot, "worqr_queue_events_total", queue="j", event=event)
+            assert exported == stats.get(event, 0), event
+        for event in set(STAT_EVENTS) - set(JOB_EVENTS):  # enqueued, dequeued, dead_lettered
+            assert value(snapshot, "worqr_queue_events_total", queue="j", event=event) is None
+
+        # The finished job's purge time passes: it counts as gone at once, though
+        # no take has purged its record yet.
+        wait_until(lambda: value(scrape(collector), "worqr_jobs", queue="j", state="finished") == 0)
+        assert producer.get_job("j", finished.id) is None
+        assert redis_client.zcard(keys.job_finished) == 1  # still there
+        # A job queue missing from the mesh's registry of job queues still counts
+        # (its kind marker decides, one more round trip).
+        redis_client.srem(MeshKeys(prefix).jobqueues, "j")
+        _, [first], _ = worker._take_jobs("j", [], 1)
+        assert first.task == "urgent"
+        assert not redis_client.sismember(MeshKeys(prefix).jobqueues, "j")
+        snapshot = scrape(collector)
+        assert exported_jobs(snapshot, "j") == {
+            **expected,
+            "delayed": 2,  # the take promoted the due one
+            "queued": 2,
+            "active": 2,
+            "finished": 0,
+        }
+        assert value(snapshot, "worqr_jobs_overdue", queue="j") == 0
+        assert value(snapshot, "worqr_collector_up") == 1
+
+
+def test_job_counts_survive_a_flushed_script_cache(
+    make_redis: Callable[..., EmbeddedRedis], prefix: str
+) -> None:
+    server = make_redis()
+    collector = MeshCollector.from_url(server.url, prefix)
+    try:
+        with Worqr(server.url, settings=quiet(prefix)) as producer:
+            producer.submit("j", "a")
+            assert value(scrape(collector), "worqr_jobs", queue="j", state="queued") == 1
+            collector.redis.script_flush()  # as after a restart or a failover
+            producer.submit("j", "b")
+            snapshot = scrape(collector)
+            assert value(snapshot, "worqr_jobs", queue="j", state="queued") == 2
+            assert value(snapshot, "worqr_collector_up") == 1
+            assert value(snapshot, "worqr_collector_errors_total") == 0
+    finally:
+        collector.close()
 
 
 def test_no_label_carries_a_payload_or_an_id(

@@ -1,6 +1,7 @@
 """The Grafana dashboard's structure: unique panel ids, every data source is the
 provisioned Prometheus, every metric it names is one worqr exports, and every
-per-queue query is filtered by the queue variable."""
+per-queue query is filtered by the queue variable; and docs/metrics.md lists
+every metric worqr exports."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from worqr.metrics.worker import WorkerMetrics
 
 DASHBOARD = ROOT / "grafana" / "dashboards" / "worqr.json"
 DATASOURCES = ROOT / "grafana" / "provisioning" / "datasources" / "prometheus.yml"
+METRICS_DOC = ROOT / "docs" / "metrics.md"
 SELECTOR = re.compile(r"\b(worqr_[a-z_]+)\b(\{[^}]*\})?")
 QUEUE_FILTER = 'queue=~"$queue"'
 
@@ -59,14 +61,18 @@ def exported(redis_url: str) -> tuple[set[str], set[str]]:
     names: set[str] = set()
     queued: set[str] = set()
     registry = CollectorRegistry()
-    WorkerMetrics(registry).on_wakeup("q")  # a queue seen: every per-queue series exists
+    metrics = WorkerMetrics(registry)
+    metrics.on_wakeup("q")  # a queue seen: every per-queue series exists
+    metrics.on_job_started("j", 0.0)  # a job queue's first job: its job series too
     families = list(registry.collect())
     with Worqr(redis_url, prefix="dashboard-test") as wq:
         wq.enqueue("q", "t")
+        wq.submit("j", "t")
         collector = MeshCollector.from_url(redis_url, "dashboard-test")
         families += list(collector.collect())
         collector.close()
         wq.delete_queue("q")
+        wq.delete_queue("j")
     for family in families:
         for sample in family.samples:
             names.add(sample.name)
@@ -151,5 +157,18 @@ def test_the_wall_screen_covers_what_the_team_watches() -> None:
         "worqr_redis_errors_total",
         'result="empty"',  # thundering herd: empty dequeues per wake-up
         "worqr_notifications_total",
+        "worqr_jobs{",  # jobs by state
+        "worqr_job_start_delay_seconds_bucket",
+        'event="retried"',  # job retries vs failures
+        "worqr_job_timeouts_total",
+        "worqr_jobs_overdue",
     ):
         assert needle in text, needle
+
+
+def test_every_exported_metric_is_documented(exported: tuple[set[str], set[str]]) -> None:
+    names, _ = exported
+    documented = set(re.findall(r"^\| `(worqr_[a-z_]+)` \|", METRICS_DOC.read_text(), re.M))
+    for name in names:
+        base = re.sub(r"_(bucket|sum|count|created)$", "", name)
+        assert {name, base, f"{base}_total"} & documented, f"docs/metrics.md lacks {name}"

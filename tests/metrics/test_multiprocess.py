@@ -26,7 +26,9 @@ metrics = worker_metrics()
 started, finished = int(sys.argv[1]), int(sys.argv[2])
 metrics.on_registered("w")
 for _ in range(started):
+    metrics.on_job_started("jobs", 0.002)
     metrics.on_started("jobs")
+metrics.on_job_timeout("jobs")
 for _ in range(finished):
     metrics.on_finished("jobs", 0.02)
 metrics.on_dequeue("jobs", 4, 0)
@@ -91,6 +93,8 @@ def test_children_add_up_and_a_dead_child_leaves_gauges_but_not_counters(
     assert values[("worqr_tasks_finished_total", JOBS)] == 5
     assert values[("worqr_tasks_in_process", JOBS)] == 4
     assert values[("worqr_task_duration_seconds_count", JOBS)] == 5
+    assert values[("worqr_job_start_delay_seconds_count", JOBS)] == 9
+    assert values[("worqr_job_timeouts_total", JOBS)] == 2
     assert values[("worqr_registrations_total", frozenset())] == 2
     empty = frozenset({("queue", "jobs"), ("result", "empty")})
     assert values[("worqr_dequeues_total", empty)] == 2
@@ -104,6 +108,8 @@ def test_children_add_up_and_a_dead_child_leaves_gauges_but_not_counters(
     assert values[("worqr_tasks_in_process", JOBS)] == 1
     assert values[("worqr_tasks_started_total", JOBS)] == 9  # its history stays
     assert values[("worqr_task_duration_seconds_count", JOBS)] == 5
+    assert values[("worqr_job_start_delay_seconds_count", JOBS)] == 9
+    assert values[("worqr_job_timeouts_total", JOBS)] == 2
 
     replacement = Child(tmp_path, started=2, finished=0)  # the supervisor's restart
     children.append(replacement)

@@ -1,6 +1,7 @@
 """Every query of every dashboard panel returns data from a real Prometheus that
 scrapes a real running mesh: worker processes behind one multiprocess endpoint,
-the standalone exporter, a producer, a cancel, failures and a SIGKILLed worker.
+the standalone exporter, a producer of tasks and jobs (delayed, retried, failed,
+timed out, cancelled), a cancel, failures and a SIGKILLed worker.
 
 Grafana cannot run here; Prometheus evaluates exactly the expressions Grafana
 would send, with its variables substituted the way Grafana substitutes them.
@@ -34,7 +35,9 @@ from worqr.metrics.serve import MetricsServer, mark_dead, multiprocess_registry,
 
 DASHBOARD = ROOT / "grafana" / "dashboards" / "worqr.json"
 PROMETHEUS = shutil.which("prometheus")
-QUEUES = ("alpha", "beta")
+TASK_QUEUES = ("alpha", "beta")
+JOB_QUEUE = "gamma"
+QUEUES = (*TASK_QUEUES, JOB_QUEUE)
 RATE_WINDOW = "15s"  # what Grafana's $__rate_interval becomes for a 1 s scrape interval
 
 pytestmark = [
@@ -47,8 +50,9 @@ pytestmark = [
     ),
 ]
 
-# One worker process: a worqr Worker running sleepy handlers, counted by the
-# metrics package, writing to the shared multiprocess directory.
+# One worker process: a worqr Worker running sleepy handlers (tasks, and jobs of
+# one job queue), counted by the metrics package, writing to the shared
+# multiprocess directory.
 WORKER = """
 import sys, time
 import worqr
@@ -70,6 +74,19 @@ def handle(task: str) -> None:
 
 for queue in ("alpha", "beta"):
     worker.handler(queue)(handle)
+
+@worker.job("gamma", retries=1, backoff=0.05)
+def job(payload: str) -> str:
+    name, _, millis = payload.partition(":")
+    time.sleep(int(millis) / 1000)
+    if name.startswith("fail"):
+        raise worqr.Fail("this job fails")
+    if name.startswith("retry") and worqr.current_job().attempt == 1:
+        raise RuntimeError("this attempt fails; the next one succeeds")
+    if name.startswith("slow"):
+        worqr.current_job().cancelled.wait(5)  # set when it runs past its timeout
+    return name
+
 install_worker_metrics(worker)
 print("ready", flush=True)
 worker.run()
@@ -213,11 +230,24 @@ class Mesh:
                 n += 1
                 kind = "fail" if n % 10 == 0 else "retry" if n % 7 == 0 else "task"
                 client.enqueue_many(
-                    QUEUES[n % 2], [f"{kind}{n}:{(n * 37) % 40}", f"task{n}b:{n % 5}"]
+                    TASK_QUEUES[n % 2], [f"{kind}{n}:{(n * 37) % 40}", f"task{n}b:{n % 5}"]
                 )
                 if n % 15 == 0:
-                    client.enqueue(QUEUES[0], f"doomed{n}:0")
-                    client.cancel_tasks(QUEUES[0], f"doomed{n}:0")
+                    client.enqueue(TASK_QUEUES[0], f"doomed{n}:0")
+                    client.cancel_tasks(TASK_QUEUES[0], f"doomed{n}:0")
+                self._submit(client, n)
+
+    @staticmethod
+    def _submit(client: Worqr, n: int) -> None:
+        """Jobs: some delayed, a retried one, a failed one, one past its timeout,
+        and a delayed one cancelled."""
+        payload = f"{'fail' if n % 10 == 0 else 'retry' if n % 7 == 0 else 'job'}{n}:{n % 20}"
+        client.submit(JOB_QUEUE, payload, delay=0.3 if n % 3 == 0 else None)
+        if n % 20 == 0:
+            client.submit(JOB_QUEUE, f"slow{n}:0", timeout=0.05, retries=0)
+        if n % 15 == 0:
+            doomed = client.submit(JOB_QUEUE, f"doomed{n}:0", delay=60)
+            client.cancel_job(JOB_QUEUE, doomed.id)
 
     def close(self) -> None:
         self.stop.set()
@@ -271,7 +301,7 @@ def test_every_dashboard_query_returns_data(tmp_path: Path, mesh: Mesh) -> None:
             def frozen_holding_tasks() -> bool:
                 # Frozen, it cannot finish what it holds between the check and the kill.
                 first.send_signal(signal.SIGSTOP)
-                if any(client.count_worker_processes(q, first_id) for q in QUEUES):
+                if any(client.count_worker_processes(q, first_id) for q in TASK_QUEUES):
                     return True
                 first.send_signal(signal.SIGCONT)
                 return False
@@ -283,7 +313,7 @@ def test_every_dashboard_query_returns_data(tmp_path: Path, mesh: Mesh) -> None:
         mesh.start_worker()
 
         queries = dashboard_queries()
-        assert len(queries) >= 20
+        assert len(queries) >= 30
 
         def empty_queries() -> list[str]:
             return [
@@ -316,6 +346,24 @@ def test_every_dashboard_query_returns_data(tmp_path: Path, mesh: Mesh) -> None:
             f"(rate(worqr_task_duration_seconds_bucket{window})))"
         )
         assert 0.001 <= p95 <= 0.1
+        # Jobs: every state's exact count, delayed jobs promoted in time, start
+        # delays small, retries, failures and timeouts counted.
+        jobs = f'{{queue="{JOB_QUEUE}"}}'
+        for state in ("finished", "failed", "cancelled"):
+            assert scalar(f'sum(worqr_jobs{{queue="{JOB_QUEUE}", state="{state}"}})') > 0, state
+        assert scalar('max_over_time(sum(worqr_jobs{state="delayed"})[1m:1s])') > 0
+        assert scalar(f'sum(increase(worqr_queue_events_total{{event="promoted"}}{window}))') > 0
+        assert scalar(f'sum(increase(worqr_queue_events_total{{event="retried"}}{window}))') > 0
+        failed_jobs = f'worqr_queue_events_total{{queue="{JOB_QUEUE}", event="failed"}}'
+        assert scalar(f"sum(increase({failed_jobs}{window}))") > 0
+        assert scalar(f"sum(worqr_job_timeouts_total{jobs})") >= 1
+        p50 = scalar(
+            "histogram_quantile(0.5, sum by (le) "
+            f"(rate(worqr_job_start_delay_seconds_bucket{jobs}{window})))"
+        )
+        assert 0 <= p50 <= 0.5
+        # Due jobs never pile up: a take or the timer holder promotes them at once.
+        assert scalar("max_over_time(sum(worqr_jobs_overdue)[1m:1s])") <= 5
         wait_until(lambda: scalar("worqr_workers_alive") == 2, timeout=15)
         labels = prometheus.get("/api/v1/label/queue/values", **{"match[]": "worqr_queue_tasks"})
         assert set(labels["data"]) == set(QUEUES)  # what the $queue variable offers

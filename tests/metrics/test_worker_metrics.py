@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from tests.support.timing import quiet
 from tests.support.waiting import wait_until
-from worqr import Retry, Worker, Worqr, current_process
+from worqr import Fail, JobFailedError, Retry, Worker, Worqr, current_job, current_process
 from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis
 from worqr.metrics import install_worker_metrics
@@ -178,5 +178,85 @@ def test_a_real_worker_counts_every_outcome_and_agrees_with_redis(
         assert metrics.finished is not None
     finally:
         release.set()
+        worker.stop()
+        thread.join(timeout=15)
+
+
+def test_job_hooks_count_by_job_queue_only() -> None:
+    registry = CollectorRegistry()
+    metrics = WorkerMetrics(registry)
+    value = reader(registry)
+    metrics.on_wakeup("mail")
+    metrics.on_started("mail")
+    # A task queue never gets the job series.
+    assert registry.get_sample_value("worqr_job_timeouts_total", {"queue": "mail"}) is None
+    assert (
+        registry.get_sample_value("worqr_job_start_delay_seconds_count", {"queue": "mail"}) is None
+    )
+    # A job queue's first job creates them, at 0, with the queue's task series.
+    metrics.on_job_started("thumbs", 0.0004)
+    assert registry.get_sample_value("worqr_job_timeouts_total", {"queue": "thumbs"}) == 0
+    assert registry.get_sample_value("worqr_tasks_failed_total", {"queue": "thumbs"}) == 0
+    metrics.on_job_started("thumbs", 3.0)
+    metrics.on_job_started("thumbs", -0.002)  # never negative: it started when due
+    metrics.on_job_timeout("thumbs")
+    assert value("worqr_job_start_delay_seconds_count", queue="thumbs") == 3
+    assert value("worqr_job_start_delay_seconds_bucket", queue="thumbs", le="0.001") == 2
+    assert value("worqr_job_start_delay_seconds_bucket", queue="thumbs", le="2.5") == 2
+    assert value("worqr_job_start_delay_seconds_bucket", queue="thumbs", le="5.0") == 3
+    assert value("worqr_job_start_delay_seconds_bucket", queue="thumbs", le="600.0") == 3
+    assert value("worqr_job_start_delay_seconds_sum", queue="thumbs") == pytest.approx(3.0004)
+    assert value("worqr_job_timeouts_total", queue="thumbs") == 1
+    # A timeout first (a job queue seen only through it) creates them too.
+    metrics.on_job_timeout("reports")
+    assert value("worqr_job_timeouts_total", queue="reports") == 1
+    assert (
+        registry.get_sample_value("worqr_job_start_delay_seconds_count", {"queue": "reports"}) == 0
+    )
+
+
+def test_a_real_worker_counts_job_outcomes_start_delays_and_timeouts(
+    redis_url: str, prefix: str
+) -> None:
+    registry = CollectorRegistry()
+    value = reader(registry)
+    worker = Worker(redis_url, prefix=prefix, concurrency=4)
+
+    @worker.job("jobs", retries=1, backoff=0.05)
+    def handle(payload: str) -> str:
+        if payload == "fail":
+            raise Fail("bad input")
+        if payload == "flaky" and current_job().attempt == 1:
+            raise ConnectionError("once")
+        if payload == "slow":
+            current_job().cancelled.wait(5)  # past its timeout: the attempt fails at once
+        return "ok"
+
+    install_worker_metrics(worker, WorkerMetrics(registry))
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        assert worker.wait_started(10)
+        with Worqr(redis_url, prefix=prefix) as client:
+            refs = {payload: client.submit("jobs", payload) for payload in ("now", "flaky", "fail")}
+            refs["later"] = client.submit("jobs", "later", delay=0.3)
+            refs["slow"] = client.submit("jobs", "slow", timeout=0.05, retries=0)
+            for payload in ("now", "later", "flaky"):
+                assert client.result("jobs", refs[payload].id, timeout=10) == "ok"
+            for payload in ("fail", "slow"):
+                with pytest.raises(JobFailedError):
+                    client.result("jobs", refs[payload].id, timeout=10)
+            stats = client.get_stats("jobs")
+        wait_until(lambda: value("worqr_tasks_finished_total", queue="jobs") == 3)
+        started = value("worqr_job_start_delay_seconds_count", queue="jobs")
+        assert started == 6 == stats["started"] == value("worqr_tasks_started_total", queue="jobs")
+        # Each started soon after it was due (the delayed one and the retry too).
+        assert value("worqr_job_start_delay_seconds_bucket", queue="jobs", le="2.5") == 6
+        assert value("worqr_job_timeouts_total", queue="jobs") == 1
+        # A failure retried after its backoff, and two failed for good (Fail, the timeout).
+        assert value("worqr_tasks_retried_total", queue="jobs") == 1 == stats["retried"]
+        assert value("worqr_tasks_failed_total", queue="jobs") == 2 == stats["failed"]
+        assert stats["finished"] == 3
+    finally:
         worker.stop()
         thread.join(timeout=15)

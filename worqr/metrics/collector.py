@@ -4,6 +4,9 @@ Exported once for the mesh (by `worqr exporter`), never by every worker: N
 workers exporting the same queue length would make ``sum()`` lie. A scrape is a
 few pipelined round trips, bounded by `max_queues` and `MGET_BATCH`; it never
 raises (Redis down gives ``worqr_collector_up 0`` and one more collector error).
+
+Job queues (``config.kind = jobs``) also get their exact job counts by state,
+from one ``job_counts`` script call each in the same pipeline.
 """
 
 from __future__ import annotations
@@ -11,22 +14,26 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import redis as redis_py
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from redis.cluster import RedisCluster
+from redis.exceptions import NoScriptError
 
 from .._clients.connect import resolve_url
 from .._clients.resend import no_redis_retries
 from .._clients.sentinel import client_from_url
-from .._keys import MeshKeys
+from .._core import job_scripts
+from .._core.lua import digest, source
+from .._jobs import STATES
+from .._keys import MeshKeys, QueueKeys
 
 logger = logging.getLogger("worqr.metrics")
 
-STAT_EVENTS = (
+TASK_EVENTS = (
     "enqueued",
     "dequeued",
     "finished",
@@ -38,8 +45,36 @@ STAT_EVENTS = (
     "cancelled",
     "redriven",
 )
-"""Fields of each queue's lifetime counter hash (`QueueKeys.stats`), written by
-the Lua scripts. Only these are exported, so the ``event`` label stays bounded."""
+"""The events the task scripts count in a task queue's `QueueKeys.stats`."""
+
+JOB_EVENTS = (
+    "submitted",
+    "deduplicated",
+    "promoted",
+    "started",
+    "finished",
+    "retried",
+    "failed",
+    "poisoned",
+    "cancelled",
+    "recovered",
+    "released",
+    "stopped",
+    "redriven",
+    "purged",
+    "purged_by_cap",
+)
+"""The events the job scripts count in a job queue's `QueueKeys.stats`: finished,
+failed (for good) and cancelled are terminal transitions; retried is a failed
+attempt that will run again after its backoff; poisoned, a job failed for too
+many recoveries (it counts as failed too)."""
+
+STAT_EVENTS = TASK_EVENTS + tuple(e for e in JOB_EVENTS if e not in TASK_EVENTS)
+"""Every field of the lifetime counter hashes that is exported: a task queue
+exports its `TASK_EVENTS`, a job queue its `JOB_EVENTS`, so the ``event`` label
+stays bounded and no queue carries zeros for events its kind cannot have."""
+
+JOB_COUNTS = "job_counts"  # the script giving a job queue's exact counts by state
 
 MGET_BATCH = 1000  # alive keys per MGET
 PIPELINE_QUEUES = 200  # queues read per pipeline round trip
@@ -49,14 +84,39 @@ def _text(value: bytes | str) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
 
+def _is_jobs(kind: bytes | str | None) -> bool:
+    """Whether a queue's ``config.kind`` marks a job queue."""
+    return kind is not None and _text(kind) == "jobs"
+
+
+def _job_counts(reply: list[Any]) -> tuple[dict[str, int], int]:
+    """The reply of ``job_counts``: jobs per state (all seven, zeros included)
+    and the overdue ones (as `JobReads.job_counts` reads it)."""
+    counts: dict[str, int] = dict.fromkeys(STATES, 0)
+    overdue = 0
+    for i in range(0, len(reply), 2):
+        field, number = _text(reply[i]), max(0, int(reply[i + 1]))
+        if field == "overdue":
+            overdue = number
+        elif field in counts:
+            counts[field] = number
+    return counts, overdue
+
+
 class MeshCollector(Collector):
     """A prometheus_client collector of one mesh (one Redis, one prefix).
 
     Exports ``worqr_queue_tasks``, ``worqr_queue_processes``, ``worqr_queue_failed``,
     ``worqr_queue_workers`` (by queue), ``worqr_queue_events_total`` (by queue and
-    event), ``worqr_queues``, ``worqr_workers_registered``, ``worqr_workers_alive``,
-    and about itself ``worqr_collector_up``, ``worqr_collector_errors_total``,
-    ``worqr_collector_scrape_seconds``.
+    event), for job queues ``worqr_jobs`` (by queue and state) and
+    ``worqr_jobs_overdue`` (by queue), ``worqr_queues``, ``worqr_workers_registered``,
+    ``worqr_workers_alive``, and about itself ``worqr_collector_up``,
+    ``worqr_collector_errors_total``, ``worqr_collector_scrape_seconds``.
+
+    On a job queue ``worqr_queue_tasks`` is the number of queued jobs (the ready
+    list's length would count the tombstones of cancelled jobs and miss the
+    prioritised ones) and ``worqr_queue_failed`` the number of failed jobs, as
+    ``count_failed`` reads them.
     """
 
     def __init__(
@@ -128,50 +188,129 @@ class MeshCollector(Collector):
         with self.redis.pipeline(transaction=False) as pipe:
             pipe.smembers(mesh.queues)
             pipe.smembers(mesh.workers)
-            raw_queues, raw_workers = pipe.execute()
+            pipe.smembers(mesh.jobqueues)
+            raw_queues, raw_workers, raw_jobqueues = pipe.execute()
         queues = sorted(_text(q) for q in raw_queues)
         workers = sorted(_text(w) for w in raw_workers)
+        listed = {_text(q) for q in raw_jobqueues}
         alive = self._count_alive(workers)
         shown = queues[: self.max_queues]
 
-        tasks = _labelled("worqr_queue_tasks", "Tasks waiting in the queue", ["queue"])
+        tasks = _labelled("worqr_queue_tasks", "Tasks (jobs: queued jobs) waiting", ["queue"])
         processes = _labelled("worqr_queue_processes", "Tasks in process", ["queue"])
-        failed = _labelled("worqr_queue_failed", "Dead letters (failed list length)", ["queue"])
+        failed = _labelled(
+            "worqr_queue_failed", "Dead letters (jobs: failed jobs retained)", ["queue"]
+        )
         members = _labelled("worqr_queue_workers", "Workers that joined the queue", ["queue"])
         events = CounterMetricFamily(
             "worqr_queue_events",
-            "Lifetime task events of the queue, counted by the Lua scripts",
+            "Lifetime task or job events of the queue, counted by the Lua scripts",
             labels=["queue", "event"],
+        )
+        jobs = _labelled(
+            "worqr_jobs", "Jobs in each state (terminal ones until purged)", ["queue", "state"]
+        )
+        overdue = _labelled(
+            "worqr_jobs_overdue", "Delayed and retrying jobs already due, not yet queued", ["queue"]
         )
         for start in range(0, len(shown), PIPELINE_QUEUES):
             batch = shown[start : start + PIPELINE_QUEUES]
-            with self.redis.pipeline(transaction=False) as pipe:
-                for queue in batch:
-                    keys = mesh.queue(queue)
-                    pipe.llen(keys.tasks)
-                    pipe.hlen(keys.processes)
-                    pipe.llen(keys.failed)
-                    pipe.scard(keys.members)
-                    pipe.hmget(keys.stats, list(STAT_EVENTS))
-                replies: list[Any] = pipe.execute()
-            for i, queue in enumerate(batch):
-                n_tasks, n_processes, n_failed, n_members, stats = replies[5 * i : 5 * i + 5]
+            # The registry of job queues lets their counts ride in the first round
+            # trip; the kind marker decides (a queue missing from the registry
+            # costs one more round trip, one listed but not a job queue is ignored).
+            replies, counted = self._read_batch(batch, listed)
+            late = [q for q in batch if _is_jobs(replies[q][5]) and q not in counted]
+            if late:
+                counted.update(self._read_job_counts(late))
+            for queue in batch:
+                n_tasks, n_processes, n_failed, n_members, stats, kind = replies[queue]
+                is_jobs = _is_jobs(kind)
+                kind_events = JOB_EVENTS if is_jobs else TASK_EVENTS
+                if is_jobs:
+                    counts, due = counted[queue]
+                    n_tasks, n_failed = counts["queued"], counts["failed"]
+                    for state, number in counts.items():
+                        jobs.add_metric([queue, state], float(number))
+                    overdue.add_metric([queue], float(due))
                 tasks.add_metric([queue], float(n_tasks))
                 processes.add_metric([queue], float(n_processes))
                 failed.add_metric([queue], float(n_failed))
                 members.add_metric([queue], float(n_members))
-                for event, value in zip(STAT_EVENTS, stats, strict=True):
-                    events.add_metric([queue, event], float(value or 0))
+                by_event = dict(zip(STAT_EVENTS, stats, strict=True))
+                for event in kind_events:
+                    events.add_metric([queue, event], float(by_event[event] or 0))
         return [
             tasks,
             processes,
             failed,
             members,
             events,
+            jobs,
+            overdue,
             _gauge("worqr_queues", "Queues in the mesh registry", float(len(queues))),
             _gauge("worqr_workers_registered", "Workers in the mesh registry", float(len(workers))),
             _gauge("worqr_workers_alive", "Registered workers whose lease is alive", float(alive)),
         ]
+
+    def _read_batch(
+        self, batch: list[str], listed: set[str]
+    ) -> tuple[dict[str, list[Any]], dict[str, tuple[dict[str, int], int]]]:
+        """One round trip: every queue's lengths, counters and kind, and the job
+        counts of those listed as job queues."""
+
+        def run() -> list[Any]:
+            with self.redis.pipeline(transaction=False) as pipe:
+                for queue in batch:
+                    keys = self.mesh.queue(queue)
+                    pipe.llen(keys.tasks)
+                    pipe.hlen(keys.processes)
+                    pipe.llen(keys.failed)
+                    pipe.scard(keys.members)
+                    pipe.hmget(keys.stats, list(STAT_EVENTS))
+                    pipe.hget(keys.config, "kind")
+                    if queue in listed:
+                        self._queue_job_counts(pipe, keys)
+                return list(pipe.execute())
+
+        flat = self._with_script(run)
+        replies: dict[str, list[Any]] = {}
+        counted: dict[str, tuple[dict[str, int], int]] = {}
+        at = 0
+        for queue in batch:
+            replies[queue] = flat[at : at + 6]
+            at += 6
+            if queue in listed:
+                if _is_jobs(replies[queue][5]):
+                    counted[queue] = _job_counts(flat[at])
+                at += 1
+        return replies, counted
+
+    def _read_job_counts(self, queues: list[str]) -> dict[str, tuple[dict[str, int], int]]:
+        def run() -> list[Any]:
+            with self.redis.pipeline(transaction=False) as pipe:
+                for queue in queues:
+                    self._queue_job_counts(pipe, self.mesh.queue(queue))
+                return list(pipe.execute())
+
+        replies = self._with_script(run)
+        return {q: _job_counts(reply) for q, reply in zip(queues, replies, strict=True)}
+
+    @staticmethod
+    def _queue_job_counts(pipe: Any, keys: QueueKeys) -> None:
+        call = job_scripts.job_counts(keys)
+        # The command, not pipe.evalsha(): redis-py's cluster pipeline refuses that
+        # method, while the command routes by its keys (one slot per queue).
+        pipe.execute_command("EVALSHA", digest(JOB_COUNTS), len(call.keys), *call.keys, *call.args)
+
+    def _with_script(self, run: Callable[[], list[Any]]) -> list[Any]:
+        """Run a pipeline that calls ``job_counts`` by its digest; when Redis does
+        not know the script (a restart, a failover, SCRIPT FLUSH), load it and
+        run the pipeline again (it only reads)."""
+        try:
+            return run()
+        except NoScriptError:
+            self.redis.script_load(source(JOB_COUNTS))
+            return run()
 
     def _count_alive(self, workers: list[str]) -> int:
         alive = 0

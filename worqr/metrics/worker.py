@@ -3,9 +3,11 @@ worker's processes and its client's life).
 
 Every per-queue series is created at 0 the first time a queue is seen, so a
 dashboard's ``rate()`` shows 0 rather than "no data" for events that have not
-happened yet. In prometheus_client's multiprocess mode (`serve.prepare_multiprocess_dir`)
-counters and histograms of every child add up, and the in-process gauge sums
-the live children only ("livesum"): a dead child's running tasks vanish from it.
+happened yet; the job series (start delay, timeouts) the first time a job of
+the queue starts, so task queues carry none. In prometheus_client's
+multiprocess mode (`serve.prepare_multiprocess_dir`) counters and histograms of
+every child add up, and the in-process gauge sums the live children only
+("livesum"): a dead child's running tasks vanish from it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ DURATION_BUCKETS = (
 )
 """Task run time buckets, seconds: 1 ms to 10 minutes (longer runs land in +Inf)."""
 
+START_DELAY_BUCKETS = DURATION_BUCKETS
+"""Job start delay buckets, seconds: 1 ms to 10 minutes (later starts land in +Inf)."""
+
 BLOCKED_BUCKETS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 """Blocked event loop buckets, seconds: reported only past one second."""
 
@@ -48,7 +53,9 @@ class WorkerMetrics(Hooks):
     """The metrics of one worker process, as `worqr.Hooks`: every started process
     ends in exactly one of finished, failed, retried, cancelled or fenced, and
     the client's life events count too (pass it to ``Worker.add_hooks`` or
-    ``Worqr.add_hooks``).
+    ``Worqr.add_hooks``). Jobs count as tasks there (a job's failed attempt that
+    will be retried after its backoff is "retried", one that failed for good
+    "failed"), and also in the job metrics: their start delay and timeouts.
 
     Create one per process (see `worker_metrics`): in multiprocess mode two
     instances in one process would overwrite each other's values.
@@ -76,6 +83,14 @@ class WorkerMetrics(Hooks):
             buckets=DURATION_BUCKETS,
             registry=registry,
         )
+        self.job_start_delay = Histogram(
+            "worqr_job_start_delay_seconds",
+            "Seconds from a job being due (or queued) to its start, on Redis's clock",
+            Q,
+            buckets=START_DELAY_BUCKETS,
+            registry=registry,
+        )
+        self.job_timeouts = counter("worqr_job_timeouts", "Jobs whose handler ran past its timeout")
         self.in_process = Gauge(
             "worqr_tasks_in_process",
             "Tasks running in this worker now",
@@ -120,6 +135,7 @@ class WorkerMetrics(Hooks):
             registry=registry,
         )
         self._queues: set[str] = set()
+        self._job_queues: set[str] = set()
         self._lock = threading.Lock()
 
     def _seen(self, queue: str) -> str:
@@ -142,6 +158,17 @@ class WorkerMetrics(Hooks):
                     self.duration.labels(queue)
                     self.in_process.labels(queue)
                     self._queues.add(queue)
+        return queue
+
+    def _seen_job(self, queue: str) -> str:
+        # A queue's first job: its job series at 0 too (task queues never get them).
+        self._seen(queue)
+        if queue not in self._job_queues:
+            with self._lock:
+                if queue not in self._job_queues:
+                    self.job_start_delay.labels(queue)
+                    self.job_timeouts.labels(queue)
+                    self._job_queues.add(queue)
         return queue
 
     # -- worker hooks ------------------------------------------------------------
@@ -180,6 +207,12 @@ class WorkerMetrics(Hooks):
 
     def on_wakeup(self, queue: str) -> None:
         self.notifications.labels(self._seen(queue)).inc()
+
+    def on_job_started(self, queue: str, waited: float) -> None:
+        self.job_start_delay.labels(self._seen_job(queue)).observe(max(0.0, waited))
+
+    def on_job_timeout(self, queue: str) -> None:
+        self.job_timeouts.labels(self._seen_job(queue)).inc()
 
     # -- the client's life --------------------------------------------------------
 
