@@ -75,8 +75,11 @@ class QueueKeys:
 
     @property
     def stats(self) -> str:
-        """Lifetime counters by event: enqueued, dequeued, finished, stopped,
-        released, recovered, dead_lettered, failed, cancelled, redriven."""
+        """Lifetime counters by event. A task queue's: enqueued, dequeued,
+        finished, stopped, released, recovered, dead_lettered, failed, cancelled,
+        redriven. A job queue's: submitted, deduplicated, promoted, started,
+        finished, retried, failed, poisoned, cancelled, recovered, released,
+        stopped, redriven, purged, purged_by_cap."""
         return f"{self.tag}:stats"
 
     @property

@@ -203,13 +203,16 @@ def test_a_queue_holds_tasks_or_jobs_never_both(
     assert isinstance(caught.value, ValueError)
     assert wq.count_tasks("tasks") == 1
     assert not redis_client.exists(MeshKeys(prefix).queue("tasks").jobs)
+    jobqueues = MeshKeys(prefix).jobqueues
+    assert redis_client.smembers(jobqueues) == set()  # a refused submit lists nothing
     wq.submit("jobs", "job")
+    assert redis_client.smembers(jobqueues) == {b"jobs"}
     with pytest.raises(worqr.WrongQueueKindError, match="job queue"):
         wq.enqueue("jobs", "task")
     worker = make(start=True)
     with pytest.raises(worqr.WrongQueueKindError):
         worker.dequeue("jobs")
-    assert wq.count_jobs("jobs")["queued"] == 1 and wq.count_tasks("jobs") == 1  # the entry
+    assert wq.count_jobs("jobs")["queued"] == 1 and wq.count_tasks("jobs") == 1
     # An emptied task queue may become a job queue.
     process = worker.dequeue("tasks")
     assert process is not None and worker.finish_process(process)
@@ -220,3 +223,29 @@ def test_server_time_is_redis_time(wq: worqr.Worqr, redis_client: redis.Redis) -
     seconds, micros = redis_client.time()
     assert wq.server_time() == pytest.approx(seconds + micros / 1e6, abs=0.5)
     assert abs(wq.server_time() - time.time()) < 5  # the same machine here
+
+
+def test_count_tasks_on_a_job_queue_counts_its_queued_jobs(make: Make, prefix: str) -> None:
+    """Prioritised jobs wait outside the list and a cancelled job leaves its
+    entry behind: the list's length is not the answer, the queued count is."""
+    producer, reader = make(), make()
+    producer.submit("jobs", "plain")
+    producer.submit("jobs", "urgent", priority=5)
+    producer.submit("jobs", "urgent too", priority=5)
+    cancelled = producer.submit("jobs", "dropped")
+    assert producer.cancel_job("jobs", cancelled.id)
+    producer.submit("jobs", "later", delay=60)
+    assert reader.count_tasks("jobs") == 3  # a fresh client, the kind not yet known
+    assert reader.count_tasks("jobs") == producer.count_tasks("jobs") == 3
+
+
+def test_a_job_queue_deleted_and_used_again_is_listed_again(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    client = make()
+    client.submit("jobs", "one")
+    client.delete_queue("jobs")
+    assert redis_client.smembers(MeshKeys(prefix).jobqueues) == set()
+    client.submit("jobs", "two")
+    assert redis_client.smembers(MeshKeys(prefix).jobqueues) == {b"jobs"}
+    assert client.get_queues() == ["jobs"]

@@ -83,7 +83,7 @@ class SyncApi(Shell):
         return self._drive(self._core.get_worker_info(worker_id))
 
     def count_tasks(self, queue: str) -> int:
-        """Tasks queued on ``queue``."""
+        """Tasks queued on ``queue`` (on a job queue: its queued jobs)."""
         return self._drive(self._core.count_tasks(queue))
 
     def count_processes(self, queue: str) -> int:
@@ -99,8 +99,12 @@ class SyncApi(Shell):
         return self._drive(self._core.get_failed(queue))
 
     def get_stats(self, queue: str) -> dict[str, int]:
-        """Lifetime counters of ``queue`` by event: enqueued, dequeued, finished,
-        stopped, released, recovered, dead_lettered, failed, cancelled, redriven."""
+        """Lifetime counters of ``queue`` by event; events that never happened are
+        absent. A task queue counts enqueued, dequeued, finished, stopped,
+        released, recovered, dead_lettered, failed, cancelled, redriven; a job
+        queue submitted, deduplicated, promoted, started, finished, retried,
+        failed, poisoned, cancelled, recovered, released, stopped, redriven,
+        purged, purged_by_cap."""
         return self._drive(self._core.get_stats(queue))
 
     def workers_alive(self, worker_ids: Iterable[str]) -> list[bool]:

@@ -21,7 +21,7 @@ from .._jobs import (
 from .._keys import QueueKeys
 from . import job_scripts
 from .base import CoreBase, text
-from .calls import Listen, Plan, Subscribe, Wait, command
+from .calls import Listen, Pinned, Plan, Subscribe, Wait, command
 
 MAX_PAGE = 1000
 QUEUED_SEGMENTS = ("hi", "list", "lo")  # priority > 0, priority 0, priority < 0
@@ -117,6 +117,22 @@ class JobReads(CoreBase):
         publish = self.publish or (yield from self.publish_command())
         retried, _ = yield job_scripts.job_retry(keys, id, uuid.uuid4().hex[:16], publish=publish)
         return int(retried) == 1
+
+    def count_tasks(self, queue: str) -> Plan[int]:
+        """Tasks waiting in ``queue``; on a job queue, its queued jobs (its list
+        alone would miss prioritised jobs and count cancelled ones' leftovers).
+        The kind is read in the same round trip until the queue is known."""
+        keys = self.queue_keys(queue)
+        if self._kinds.get(queue) != "jobs":
+            reads = (command("LLEN", keys.tasks), command("HGET", keys.config, "kind"))
+            length, kind = yield Pinned(reads)
+            for reply in (length, kind):
+                if isinstance(reply, Exception):
+                    raise reply
+            if kind not in (b"jobs", "jobs"):
+                return int(length)
+            self._kinds[queue] = "jobs"
+        return (yield from self.count_jobs(queue))["queued"]
 
     def count_jobs(self, queue: str) -> Plan[dict[str, int]]:
         counts = yield from self.job_counts(queue)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -14,7 +15,7 @@ from .._jobs import JobRef, check_backoff, ms, new_job_id, validate_job_id
 from . import job_scripts
 from .calls import Plan, command
 from .job_scripts import SubmitItem
-from .produce import Producing
+from .produce import REGISTRY_REFRESH, Producing
 
 MAX_PRIORITY = 1_000_000
 
@@ -115,7 +116,6 @@ class JobProducing(Producing):
             items.append((job_id, nonce, payload, json.dumps(own, separators=(",", ":"))))
         if not items:
             return []
-        yield from self.register_job_queue(queue)
         publish = self.publish or (yield from self.publish_command())
         policy = self.settings.jobs.policy
         refs: list[JobRef] = []
@@ -141,16 +141,18 @@ class JobProducing(Producing):
                 raise WorqrError(
                     f"{len(refs)} of {len(items)} jobs were submitted, the rest were not: {error}"
                 ) from error
+            if not refs:  # registered once the queue surely is a job queue
+                self._kinds[queue] = "jobs"
+                yield from self.register_job_queue(queue)
             for id, created, _state in reply:
                 refs.append(JobRef(queue, _text(id), duplicate=int(created) == 0))
-        self._kinds[queue] = "jobs"
         return refs
 
     def register_job_queue(self, queue: str) -> Plan[None]:
         """Add ``queue`` to the mesh's registries of queues and job queues, at
         most once per `REGISTRY_REFRESH` (as `register_queue`)."""
-        if self._kinds.get(queue) != "jobs" or queue not in self._registered:
-            yield command("SADD", self.mesh.jobqueues, queue)
+        if time.monotonic() - self._registered.get(queue, -REGISTRY_REFRESH) >= REGISTRY_REFRESH:
+            yield command("SADD", self.mesh.jobqueues, queue)  # back after a delete, too
         yield from self.register_queue(queue)
 
 

@@ -24,9 +24,6 @@ class Reads(CoreBase):
         queues = yield command("SMEMBERS", self.mesh.worker_queues(worker))
         return sorted(text(q) for q in queues)
 
-    def count_tasks(self, queue: str) -> Plan[int]:
-        return int((yield command("LLEN", self.queue_keys(queue).tasks)))
-
     def count_processes(self, queue: str) -> Plan[int]:
         return int((yield command("HLEN", self.queue_keys(queue).processes)))
 

@@ -89,9 +89,11 @@ class Dispatcher(Hooks):
         """A job ran past its timeout: an async handler is cancelled (and settled
         when it ends); a sync one cannot be, so its attempt fails now while its
         thread keeps the slot until it returns (it sees ``cancelled`` set)."""
-        if running.stop("timeout") and not running.spec.is_async:
+        if not running.stop("timeout"):
+            return  # it had ended or was stopped for another reason first
+        self.hooks.on_job_timeout(running.process.queue)
+        if not running.spec.is_async:
             running.settled = True
-            self.hooks.on_job_timeout(running.process.queue)
             assert isinstance(running.process, JobProcess)
             limit = self.jobs.timeout(running.process, running.spec) or 0.0
             error = TimeoutError(f"ran past {limit:g} s")
