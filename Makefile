@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Lint only the source directories that exist yet.
 SRC_DIRS := $(wildcard worqr tests examples benchmarks deploy)
 
-.PHONY: venv test test-fast test-versions lint demo bench soak clean
+.PHONY: venv test test-fast test-versions lint demo bench soak soak-jobs clean
 
 venv: $(STAMP)
 
@@ -57,6 +57,9 @@ bench: venv
 # Fault scenario 13: 10 minutes of traffic with periodic kills (not part of `make test`).
 soak: venv
 	$(BIN)/python tests/faults/soak.py --minutes $(or $(MINUTES),10)
+
+soak-jobs: venv
+	$(BIN)/python tests/faults/soak_jobs.py --minutes $(or $(MINUTES),10)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
