@@ -316,6 +316,12 @@ class AsyncApi(Shell):
         """Redis's clock, in epoch seconds: what ``at`` and every job time are read against."""
         return await self._drive(self._core.server_time())
 
+    async def _queue_kind(self, queue: str) -> str:  # for the command line
+        return await self._drive(self._core.kind_of(queue))
+
+    async def _job_counts(self, queue: str) -> dict[str, int]:  # count_jobs and "overdue"
+        return await self._drive(self._core.job_counts(queue))
+
     # -- for the worker runtime (not public) -------------------------------------
 
     async def _mark_job_queue(self, queue: str) -> None:

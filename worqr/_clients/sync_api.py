@@ -318,6 +318,12 @@ class SyncApi(Shell):
         """Redis's clock, in epoch seconds: what ``at`` and every job time are read against."""
         return self._drive(self._core.server_time())
 
+    def _queue_kind(self, queue: str) -> str:  # for the command line
+        return self._drive(self._core.kind_of(queue))
+
+    def _job_counts(self, queue: str) -> dict[str, int]:  # count_jobs and "overdue"
+        return self._drive(self._core.job_counts(queue))
+
     # -- for the worker runtime (not public) -------------------------------------
 
     def _mark_job_queue(self, queue: str) -> None:
