@@ -20,6 +20,7 @@ EXIT_OK = 0
 EXIT_FAILURE = 1  # something went wrong at run time (e.g. Redis unreachable)
 EXIT_USAGE = 2  # the command line or its input was wrong (argparse uses 2 too)
 EXIT_NOT_REPLICATED = 3  # enqueued on the master, but too few replicas confirmed it in time
+EXIT_JOB_FAILED = 4  # `submit --wait`: the job failed or was cancelled
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report it
 
 CLI_RETRY_DEADLINE = 3.0
