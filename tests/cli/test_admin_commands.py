@@ -224,6 +224,7 @@ def test_top_without_rich_says_how_to_get_it(redis_url: str, tmp_path: Path) -> 
 @pytest.mark.slow
 def test_every_command_has_help() -> None:
     commands = ["worker", "enqueue", "cancel", "delete", "status", "top", "failed", "redis"]
+    commands += ["submit", "job", "jobs"]
     for command in [*commands, "demo"]:
         result = run_cli(command, "--help")
         assert result.returncode == 0, (command, result.stderr)
