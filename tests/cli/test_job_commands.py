@@ -421,6 +421,8 @@ def test_status_shows_job_counts(cli: Cli, wq: worqr.Worqr, worker: worqr.Worqr)
         "FAILED",
     ]
     assert lines[6].split() == ["jobs", "3", "3", "1", "1", "1", "1", "1"]
+    first = cli.ok("jobs", "jobs").splitlines()[0]
+    assert first.endswith(" 1 cancelled (1 overdue: due, not yet promoted)")
 
 
 def test_top_shows_job_counts(cli: Cli, wq: worqr.Worqr, worker: worqr.Worqr) -> None:

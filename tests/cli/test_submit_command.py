@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from datetime import UTC, datetime
 
 import pytest
@@ -30,9 +31,18 @@ def submit(url: str, prefix: str, *args: str, input: bytes | None = None) -> str
     return id
 
 
-def record(redis_client: redis.Redis, prefix: str, queue: str, id: str) -> dict[str, object]:
-    """The job's stored record (the options the scripts keep)."""
+def record(
+    redis_client: redis.Redis,
+    prefix: str,
+    queue: str,
+    id: str,
+    missing: dict[str, object] | None = None,
+) -> dict[str, object]:
+    """The job's stored record (the options the scripts keep); ``missing`` if
+    there is none yet (else that fails)."""
     raw = redis_client.hget(MeshKeys(prefix).queue(queue).jobs, id)
+    if raw is None and missing is not None:
+        return missing
     assert raw is not None
     loaded: dict[str, object] = json.loads(raw)
     return loaded
@@ -204,6 +214,28 @@ def test_a_wait_that_times_out_names_the_job_and_its_state(
     )
     assert result.stdout == ""
     assert wq.get_job("q", "w-1").state == "queued"  # type: ignore[union-attr]  # still there
+
+
+def test_ctrl_c_during_a_wait_names_the_job_it_leaves(
+    redis_url: str, prefix: str, wq: worqr.Worqr, redis_client: redis.Redis
+) -> None:
+    process = start_cli(
+        "submit", "q", "x", "--id", "i-1", "--wait", "--url", redis_url, "--prefix", prefix
+    )
+    try:
+        # Interrupt the wait itself: the waiter has marked the job's record.
+        wait_until(lambda: "w" in record(redis_client, prefix, "q", "i-1", missing={}), timeout=20)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=20)
+    finally:
+        stop(process)
+    assert process.returncode == 130, stderr
+    assert stdout == b""
+    assert stderr.decode().splitlines() == [
+        "worqr submit: error: interrupted; job 'i-1' on queue 'q' stays submitted: "
+        "see `worqr job q i-1`"
+    ]
+    assert wq.get_job("q", "i-1").state == "queued"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(

@@ -62,7 +62,14 @@ def submit(args: argparse.Namespace) -> int:
         if not args.wait:
             print(ref.id)
             return EXIT_OK
-        return _wait(client, ref, args.wait_timeout)
+        try:
+            return _wait(client, ref, args.wait_timeout)
+        except KeyboardInterrupt:
+            raise CliError(
+                f"interrupted; job {ref.id!r} on queue {ref.queue!r} stays submitted: "
+                f"see `worqr job {ref.queue} {ref.id}`",
+                EXIT_INTERRUPTED,
+            ) from None
 
 
 def _duplicate(ref: JobRef, args: argparse.Namespace) -> str:
@@ -71,27 +78,29 @@ def _duplicate(ref: JobRef, args: argparse.Namespace) -> str:
 
 
 def _wait(client: Worqr, ref: JobRef, timeout: float | None) -> int:
-    where = f"worqr job {ref.queue} {ref.id}"
+    """Print the job's result once it finished: bytes as they are, text as UTF-8
+    with a newline, None as nothing."""
     try:
         result = client.result(ref.queue, ref.id, timeout=timeout)
     except (JobFailedError, JobCancelledError) as error:
         raise CliError(str(error), EXIT_JOB_FAILED) from None
     except TimeoutError as error:
-        raise CliError(f"{error}; follow it with `{where}`", EXIT_FAILURE) from None
-    except KeyboardInterrupt:
-        raise CliError(
-            f"interrupted; job {ref.id!r} on queue {ref.queue!r} stays submitted: see `{where}`",
-            EXIT_INTERRUPTED,
-        ) from None
+        follow = f"worqr job {ref.queue} {ref.id}"
+        raise CliError(f"{error}; follow it with `{follow}`", EXIT_FAILURE) from None
     if result is None:
         return EXIT_OK
+    data = result if isinstance(result, bytes) else _text_bytes(result) + b"\n"
     sys.stdout.flush()
-    if isinstance(result, bytes):
-        sys.stdout.buffer.write(result)
-    else:
-        sys.stdout.buffer.write(result.encode("utf-8", "surrogateescape") + b"\n")
+    sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
     return EXIT_OK
+
+
+def _text_bytes(text: str) -> bytes:
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate: show it escaped
+        return text.encode("utf-8", "backslashreplace")
 
 
 def _not_found(client: Worqr, queue: str, id: str) -> CliError:
@@ -158,7 +167,7 @@ def first_jobs(client: Worqr, queue: str, state: str, limit: int) -> list[JobInf
 
 def _counts_line(queue: str, counts: dict[str, int], states: tuple[str, ...]) -> str:
     parts = ", ".join(f"{counts[state]} {state}" for state in states)
-    overdue = counts.get("overdue", 0)
+    overdue = counts.get("overdue", 0) if {"delayed", "retrying"} & set(states) else 0
     late = f" ({overdue} overdue: due, not yet promoted)" if overdue else ""
     return f"queue {queue!r}: {parts}{late}"
 
