@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 from collections.abc import Iterator
 
 from redis.exceptions import RedisClusterException, RedisError
@@ -38,6 +39,16 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = EXIT_FAILURE) -> None:
         super().__init__(message)
         self.code = code
+
+
+def argv_value(value: str) -> str | bytes:
+    """A task or payload typed as an argument: the text, or its bytes when they
+    are not UTF-8 (argv that is not arrives with surrogate escapes)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(value)
+    return value
 
 
 def queue_name(value: str) -> str:

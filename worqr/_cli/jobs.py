@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from .._clients.sync_client import Worqr
@@ -19,6 +18,7 @@ from .base import (
     EXIT_USAGE,
     CliError,
     admin_client,
+    argv_value,
 )
 from .job_view import job_json, job_text, jobs_table
 
@@ -29,11 +29,7 @@ def _payload(args: argparse.Namespace) -> str | bytes:
     """PAYLOAD as typed (bytes when it is not UTF-8), else all of stdin as bytes."""
     if args.payload is None:
         return sys.stdin.buffer.read()
-    try:
-        args.payload.encode("utf-8")
-    except UnicodeEncodeError:  # argv bytes that are not UTF-8 arrive as surrogates
-        return os.fsencode(args.payload)
-    return str(args.payload)
+    return argv_value(args.payload)
 
 
 def submit(args: argparse.Namespace) -> int:

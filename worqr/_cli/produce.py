@@ -9,7 +9,15 @@ from collections.abc import Iterator
 from typing import BinaryIO, TypeVar
 
 from .._errors import ReplicationTimeoutError, WorqrError
-from .base import EXIT_NOT_REPLICATED, EXIT_OK, CliError, admin_client, check_durability
+from .base import (
+    EXIT_NOT_REPLICATED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    admin_client,
+    argv_value,
+    check_durability,
+)
 from .job_view import failed_table
 from .jobs import first_jobs
 
@@ -39,7 +47,7 @@ def _chunks(tasks: Iterator[T], size: int) -> Iterator[list[T]]:
 def enqueue(args: argparse.Namespace) -> int:
     check_durability(args)  # before reading stdin or connecting
     tasks: Iterator[str | bytes]
-    tasks = iter(args.tasks) if args.tasks else read_tasks(sys.stdin.buffer)
+    tasks = (argv_value(t) for t in args.tasks) if args.tasks else read_tasks(sys.stdin.buffer)
     total = 0
     with admin_client(
         args, wait_replicas=args.wait_replicas, wait_timeout=args.wait_timeout
@@ -56,6 +64,9 @@ def enqueue(args: argparse.Namespace) -> int:
                     raise
                 # Earlier chunks are in the queue: say how many, so a rerun can skip them.
                 raise CliError(f"{error} ({total} tasks were enqueued before this)") from None
+            except (ValueError, TypeError) as error:  # a task too large: this chunk not written
+                before = f" ({total} tasks were enqueued before this)" if total else ""
+                raise CliError(f"{error}{before}", EXIT_USAGE) from None
     print(f"enqueued {total} task{'s' if total != 1 else ''} to {args.queue!r}")
     return EXIT_OK
 
@@ -83,7 +94,7 @@ def not_replicated(
 
 def cancel(args: argparse.Namespace) -> int:
     with admin_client(args) as client:
-        cancelled = client.cancel_tasks(args.queue, args.task)
+        cancelled = client.cancel_tasks(args.queue, argv_value(args.task))
         jobs = client._queue_kind(args.queue) == "jobs"  # known by now: no extra read
     if jobs:  # every live job with this payload
         print(f"cancelled {cancelled} job{'s' if cancelled != 1 else ''} on {args.queue!r}")
