@@ -1,10 +1,11 @@
 """Write the synchronous client API from the asyncio one.
 
-    python tools/unasync.py          # rewrite worqr/_clients/sync_api.py
-    python tools/unasync.py --check  # exit 1 if it is stale (make lint, the tests)
+    python tools/unasync.py          # rewrite worqr/_clients/sync_*api.py
+    python tools/unasync.py --check  # exit 1 if one is stale (make lint, the tests)
 
-`worqr/_clients/async_api.py` is the one source of the public client methods;
-the sync copy differs only by the rules below, so the two cannot drift.
+`worqr/_clients/async_api.py` and `async_job_api.py` are the one source of the
+public client methods; the sync copies differ only by the rules below, so the
+two cannot drift.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "worqr" / "_clients" / "async_api.py"
-TARGET = ROOT / "worqr" / "_clients" / "sync_api.py"
+CLIENTS = ROOT / "worqr" / "_clients"
+PAIRS = (("async_api.py", "sync_api.py"), ("async_job_api.py", "sync_job_api.py"))
 
 HEADER = (
-    "# Generated from async_api.py by tools/unasync.py: do not edit; edit async_api.py\n"
+    "# Generated from {source} by tools/unasync.py: do not edit; edit {source}\n"
     "# and run `python tools/unasync.py` (make lint fails while this copy is stale).\n"
 )
 
@@ -28,6 +29,8 @@ RULES: list[tuple[str, str]] = [
     (r"^import asyncio$", "import threading"),
     (r"\basyncio\.Lock\b", "threading.Lock"),
     (r"\bAsyncApi\b", "SyncApi"),
+    (r"\bAsyncJobApi\b", "SyncJobApi"),
+    (r"^from \.async_job_api import", "from .sync_job_api import"),
     (r"\basync def\b", "def"),
     (r"\basync (with|for)\b", r"\1"),
     (r"\bawait ", ""),
@@ -35,33 +38,35 @@ RULES: list[tuple[str, str]] = [
 ]
 
 
-def unasync(text: str) -> str:
+def unasync(text: str, source: str) -> str:
     lines = []
     for line in text.splitlines():
         for pattern, replacement in RULES:
             line = re.sub(pattern, replacement, line)
         lines.append(line)
-    return HEADER + "\n".join(lines) + "\n"
+    return HEADER.format(source=source) + "\n".join(lines) + "\n"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="only check; exit 1 if stale")
     args = parser.parse_args()
-    wanted = unasync(SOURCE.read_text("utf-8"))
-    current = TARGET.read_text("utf-8") if TARGET.exists() else ""
-    if args.check:
-        if current != wanted:
+    stale = False
+    for source, target in PAIRS:
+        wanted = unasync((CLIENTS / source).read_text("utf-8"), source)
+        path = CLIENTS / target
+        current = path.read_text("utf-8") if path.exists() else ""
+        if current == wanted:
+            continue
+        if args.check:
             print(
-                f"{TARGET.relative_to(ROOT)} is stale: run `python tools/unasync.py`",
-                file=sys.stderr,
+                f"{path.relative_to(ROOT)} is stale: run `python tools/unasync.py`", file=sys.stderr
             )
-            return 1
-        return 0
-    if current != wanted:
-        TARGET.write_text(wanted, "utf-8")
-        print(f"wrote {TARGET.relative_to(ROOT)}")
-    return 0
+            stale = True
+        else:
+            path.write_text(wanted, "utf-8")
+            print(f"wrote {path.relative_to(ROOT)}")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """The `worqr` command: a thin argparse dispatcher over one small module per job.
 
-Exit codes: 0 success, 1 failure at run time (e.g. Redis unreachable), 2 bad
-usage or input (e.g. a bad queue name or module path), 3 (`enqueue
---wait-replicas` only) enqueued on the master but not confirmed by enough
-replicas in time, 130 interrupted.
+Exit codes: 0 success, 1 failure at run time (e.g. Redis unreachable; for
+`submit --wait`, also a wait that timed out), 2 bad usage or input (e.g. a bad
+queue name or module path), 3 (`enqueue --wait-replicas` only) enqueued on the
+master but not confirmed by enough replicas in time, 4 (`submit --wait` only)
+the job failed or was cancelled, 130 interrupted.
 Every error is one line on stderr; a user mistake never prints a traceback.
 """
 
@@ -63,6 +64,24 @@ def _failed(args: argparse.Namespace) -> int:
     return failed(args)
 
 
+def _submit(args: argparse.Namespace) -> int:
+    from ._cli.jobs import submit
+
+    return submit(args)
+
+
+def _job(args: argparse.Namespace) -> int:
+    from ._cli.jobs import job
+
+    return job(args)
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    from ._cli.jobs import jobs
+
+    return jobs(args)
+
+
 def _status(args: argparse.Namespace) -> int:
     from ._cli.status import status
 
@@ -111,6 +130,9 @@ RUNNERS: dict[str, Runner] = {
     "cancel": _cancel,
     "delete": _delete,
     "failed": _failed,
+    "submit": _submit,
+    "job": _job,
+    "jobs": _jobs,
     "status": _status,
     "top": _top,
     "redis": _redis,

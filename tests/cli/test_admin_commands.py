@@ -59,6 +59,18 @@ def test_enqueue_stdin_streams_large_input_exactly(
     assert rest[-1].task == "task-24999"
 
 
+def test_arguments_that_are_not_utf8_are_tasks_of_their_bytes(
+    redis_url: str, prefix: str, wq: worqr.Worqr
+) -> None:
+    binary = os.fsdecode(b"caf\xe9")  # how Python passes argv bytes that are not UTF-8
+    result = run_cli("enqueue", "q", binary, binary, "ok", "--url", redis_url, "--prefix", prefix)
+    assert result.returncode == 0, result.stderr
+    cancelled = run_cli("cancel", "q", binary, "--url", redis_url, "--prefix", prefix)
+    assert cancelled.stdout == "cancelled 2 copies on 'q'\n", cancelled.stderr
+    wq.start_worker()
+    assert [p.data for p in wq.dequeue_many("q", 10)] == [b"ok"]
+
+
 def test_cancel_removes_every_queued_copy(redis_url: str, prefix: str, wq: worqr.Worqr) -> None:
     wq.enqueue_many("jobs", ["x", "y", "x", "z"])
     result = run_cli("cancel", "jobs", "x", "--url", redis_url, "--prefix", prefix)
@@ -224,6 +236,7 @@ def test_top_without_rich_says_how_to_get_it(redis_url: str, tmp_path: Path) -> 
 @pytest.mark.slow
 def test_every_command_has_help() -> None:
     commands = ["worker", "enqueue", "cancel", "delete", "status", "top", "failed", "redis"]
+    commands += ["submit", "job", "jobs"]
     for command in [*commands, "demo"]:
         result = run_cli(command, "--help")
         assert result.returncode == 0, (command, result.stderr)

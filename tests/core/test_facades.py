@@ -1,7 +1,8 @@
 """`Worqr` and `AsyncWorqr` cannot drift: one written API, one generated copy.
 
-`worqr/_clients/async_api.py` is the source of every public client method;
-`tools/unasync.py` writes `sync_api.py` from it. These tests fail when that copy
+`worqr/_clients/async_api.py` and `async_job_api.py` are the source of every
+public client method; `tools/unasync.py` writes `sync_api.py` and
+`sync_job_api.py` from them. These tests fail when that copy
 is stale, and when the two clients differ in a public name, signature or
 docstring anywhere else (the constructors, properties, helpers of `Shell`).
 """

@@ -26,7 +26,8 @@
 `fault_harness`     the fault suite's `worqr worker` meshes, execution log and
                     invariant checker; `fault_proxy`: a TCP partition proxy
 `apps/`             worker modules that subprocesses load by name
-                    (``worqr worker fault_app:worker``, ``cli_worker_app``)
+                    (``worqr worker fault_app:worker``, ``cli_worker_app``,
+                    ``job_app``)
 ==================  ==========================================================
 """
 

@@ -20,14 +20,14 @@ def cli_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_cli(
+def run_cli_bytes(
     *args: str,
     input: bytes | None = None,
     timeout: float = 60,
     env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """Run `worqr ARGS...` to completion; stdout and stderr as text."""
-    result = subprocess.run(
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `worqr ARGS...` to completion; stdout and stderr as bytes."""
+    return subprocess.run(
         [*WORQR, *args],
         input=input,
         capture_output=True,
@@ -35,6 +35,16 @@ def run_cli(
         env=env or cli_env(),
         cwd=ROOT,
     )
+
+
+def run_cli(
+    *args: str,
+    input: bytes | None = None,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run `worqr ARGS...` to completion; stdout and stderr as text."""
+    result = run_cli_bytes(*args, input=input, timeout=timeout, env=env)
     return subprocess.CompletedProcess(
         result.args,
         result.returncode,

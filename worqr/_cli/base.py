@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 from collections.abc import Iterator
 
 from redis.exceptions import RedisClusterException, RedisError
@@ -20,6 +21,7 @@ EXIT_OK = 0
 EXIT_FAILURE = 1  # something went wrong at run time (e.g. Redis unreachable)
 EXIT_USAGE = 2  # the command line or its input was wrong (argparse uses 2 too)
 EXIT_NOT_REPLICATED = 3  # enqueued on the master, but too few replicas confirmed it in time
+EXIT_JOB_FAILED = 4  # `submit --wait`: the job failed or was cancelled
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report it
 
 CLI_RETRY_DEADLINE = 3.0
@@ -37,6 +39,16 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = EXIT_FAILURE) -> None:
         super().__init__(message)
         self.code = code
+
+
+def argv_value(value: str) -> str | bytes:
+    """A task or payload typed as an argument: the text, or its bytes when they
+    are not UTF-8 (argv that is not arrives with surrogate escapes)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(value)
+    return value
 
 
 def queue_name(value: str) -> str:

@@ -12,6 +12,8 @@ from typing import NoReturn
 
 from .base import (
     EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_JOB_FAILED,
     EXIT_NOT_REPLICATED,
     EXIT_USAGE,
     add_connection_options,
@@ -23,6 +25,7 @@ from .base import (
     positive_int,
     queue_name,
 )
+from .job_parser import add_job_commands
 
 
 class Parser(argparse.ArgumentParser):
@@ -249,6 +252,10 @@ def build(runners: Mapping[str, Runner], version: str) -> Parser:
     parser = Parser(
         prog="worqr",
         description="worqr: distributed work over Redis. Run `worqr COMMAND --help` for more.",
+        epilog=f"Exit codes: 0 success; {EXIT_FAILURE} failure at run time; {EXIT_USAGE} bad "
+        f"usage or input; {EXIT_NOT_REPLICATED} enqueue --wait-replicas: not confirmed by "
+        f"enough replicas in time; {EXIT_JOB_FAILED} submit --wait: the job failed or was "
+        f"cancelled; {EXIT_INTERRUPTED} interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"worqr {version}")
     commands = Subcommands(
@@ -256,6 +263,7 @@ def build(runners: Mapping[str, Runner], version: str) -> Parser:
     )
     _add_worker(commands)
     _add_admin(commands)
+    add_job_commands(commands)
     _add_views(commands)
     _add_tools(commands)
     return parser

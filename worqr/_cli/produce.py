@@ -9,7 +9,17 @@ from collections.abc import Iterator
 from typing import BinaryIO, TypeVar
 
 from .._errors import ReplicationTimeoutError, WorqrError
-from .base import EXIT_NOT_REPLICATED, EXIT_OK, CliError, admin_client, check_durability
+from .base import (
+    EXIT_NOT_REPLICATED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    admin_client,
+    argv_value,
+    check_durability,
+)
+from .job_view import failed_table
+from .jobs import first_jobs
 
 T = TypeVar("T")
 
@@ -37,7 +47,7 @@ def _chunks(tasks: Iterator[T], size: int) -> Iterator[list[T]]:
 def enqueue(args: argparse.Namespace) -> int:
     check_durability(args)  # before reading stdin or connecting
     tasks: Iterator[str | bytes]
-    tasks = iter(args.tasks) if args.tasks else read_tasks(sys.stdin.buffer)
+    tasks = (argv_value(t) for t in args.tasks) if args.tasks else read_tasks(sys.stdin.buffer)
     total = 0
     with admin_client(
         args, wait_replicas=args.wait_replicas, wait_timeout=args.wait_timeout
@@ -54,6 +64,9 @@ def enqueue(args: argparse.Namespace) -> int:
                     raise
                 # Earlier chunks are in the queue: say how many, so a rerun can skip them.
                 raise CliError(f"{error} ({total} tasks were enqueued before this)") from None
+            except (ValueError, TypeError) as error:  # a task too large: this chunk not written
+                before = f" ({total} tasks were enqueued before this)" if total else ""
+                raise CliError(f"{error}{before}", EXIT_USAGE) from None
     print(f"enqueued {total} task{'s' if total != 1 else ''} to {args.queue!r}")
     return EXIT_OK
 
@@ -81,8 +94,12 @@ def not_replicated(
 
 def cancel(args: argparse.Namespace) -> int:
     with admin_client(args) as client:
-        cancelled = client.cancel_tasks(args.queue, args.task)
-    print(f"cancelled {cancelled} cop{'ies' if cancelled != 1 else 'y'} on {args.queue!r}")
+        cancelled = client.cancel_tasks(args.queue, argv_value(args.task))
+        jobs = client._queue_kind(args.queue) == "jobs"  # known by now: no extra read
+    if jobs:  # every live job with this payload
+        print(f"cancelled {cancelled} job{'s' if cancelled != 1 else ''} on {args.queue!r}")
+    else:
+        print(f"cancelled {cancelled} cop{'ies' if cancelled != 1 else 'y'} on {args.queue!r}")
     return EXIT_OK
 
 
@@ -102,13 +119,20 @@ def show_task(task: str | bytes) -> str:
 
 
 def failed(args: argparse.Namespace) -> int:
+    """A task queue's dead letters, or a job queue's failed jobs (id, attempts, error)."""
     with admin_client(args) as client:
+        jobs = client._queue_kind(args.queue) == "jobs"
+        noun = "failed job" if jobs else "dead letter"
         if args.requeue:
             moved = client.requeue_failed(args.queue)
-            print(f"requeued {moved} dead letter{'s' if moved != 1 else ''} on {args.queue!r}")
+            print(f"requeued {moved} {noun}{'s' if moved != 1 else ''} on {args.queue!r}")
         elif args.purge:
             dropped = client.purge_failed(args.queue)
-            print(f"purged {dropped} dead letter{'s' if dropped != 1 else ''} on {args.queue!r}")
+            print(f"purged {dropped} {noun}{'s' if dropped != 1 else ''} on {args.queue!r}")
+        elif jobs:
+            listed = first_jobs(client, args.queue, "failed", client.count_failed(args.queue))
+            if listed:
+                print(failed_table(listed[::-1]))  # oldest first, as dead letters
         else:
             for task in reversed(client.get_failed(args.queue)):  # oldest first
                 print(show_task(task))

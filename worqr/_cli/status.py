@@ -10,14 +10,22 @@ from dataclasses import asdict, dataclass, field
 from .._clients.sync_client import Worqr
 from .base import EXIT_OK, admin_client
 
+JOB_COLUMNS = ("queued", "delayed", "active", "retrying", "overdue", "finished", "failed")
+
 
 @dataclass
 class QueueRow:
+    """A queue; for a job queue, ``queued``, ``in_process`` and ``failed`` are its
+    queued, active and failed jobs, and ``jobs`` has the count of every state and
+    "overdue" (delayed or retrying jobs already due, not yet promoted)."""
+
     name: str
     queued: int
     in_process: int
     failed: int
     stats: dict[str, int] = field(default_factory=dict)
+    kind: str = "tasks"
+    jobs: dict[str, int] | None = None
 
 
 @dataclass
@@ -40,19 +48,31 @@ class Snapshot:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
 
 
+def queue_row(client: Worqr, name: str) -> QueueRow:
+    if client._queue_kind(name) == "jobs":
+        counts = client._job_counts(name)
+        return QueueRow(
+            name,
+            counts["queued"],
+            counts["active"],
+            counts["failed"],
+            client.get_stats(name),
+            "jobs",
+            counts,
+        )
+    return QueueRow(
+        name,
+        client.count_tasks(name),
+        client.count_processes(name),
+        client.count_failed(name),
+        client.get_stats(name),
+    )
+
+
 def take_snapshot(client: Worqr) -> Snapshot:
     """Read the registries and counters. Not atomic across queues: each number
     is exact for the moment it was read."""
-    queues = [
-        QueueRow(
-            name,
-            client.count_tasks(name),
-            client.count_processes(name),
-            client.count_failed(name),
-            client.get_stats(name),
-        )
-        for name in client.get_queues()
-    ]
+    queues = [queue_row(client, name) for name in client.get_queues()]
     worker_ids = client.get_workers()
     workers = []
     for worker, alive in zip(worker_ids, client.workers_alive(worker_ids), strict=True):
@@ -87,7 +107,14 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], right: set[i
 
 
 def render(snapshot: Snapshot) -> str:
-    queue_rows = [(q.name, q.queued, q.in_process, q.failed) for q in snapshot.queues]
+    queue_rows = [
+        (q.name, q.queued, q.in_process, q.failed) for q in snapshot.queues if q.jobs is None
+    ]
+    job_rows = [
+        (q.name, *(q.jobs.get(column, 0) for column in JOB_COLUMNS))
+        for q in snapshot.queues
+        if q.jobs is not None
+    ]
     worker_rows = [
         (
             w.id,
@@ -102,7 +129,12 @@ def render(snapshot: Snapshot) -> str:
     parts = [f"mesh {snapshot.prefix!r}", ""]
     if queue_rows:
         parts.append(table(("QUEUE", "QUEUED", "IN PROCESS", "FAILED"), queue_rows, {1, 2, 3}))
-    else:
+    if job_rows:
+        if queue_rows:
+            parts.append("")
+        headers = ("JOB QUEUE", *(column.upper() for column in JOB_COLUMNS))
+        parts.append(table(headers, job_rows, set(range(1, len(headers)))))
+    if not queue_rows and not job_rows:
         parts.append("no queues")
     parts.append("")
     if worker_rows:

@@ -8,12 +8,13 @@ import time
 from typing import TYPE_CHECKING
 
 from .base import EXIT_FAILURE, EXIT_OK, CliError, admin_client
-from .status import Snapshot, take_snapshot
+from .status import JOB_COLUMNS, Snapshot, take_snapshot
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
+    from rich.table import Table
 
-RATE_EVENTS = ("enqueued", "finished", "failed", "cancelled", "recovered")
+RATE_EVENTS = ("enqueued", "submitted", "finished", "failed", "cancelled", "recovered")
 
 
 class Rates:
@@ -46,6 +47,8 @@ def view(snapshot: Snapshot, rates: dict[str, dict[str, float]]) -> RenderableTy
     for header in ("queue", "queued", "in process", "failed", "enqueued/s", "finished/s"):
         queues.add_column(header, justify="left" if header == "queue" else "right")
     for q in snapshot.queues:
+        if q.jobs is not None:
+            continue
         rate = rates.get(q.name)
         queues.add_row(
             q.name,
@@ -67,7 +70,34 @@ def view(snapshot: Snapshot, rates: dict[str, dict[str, float]]) -> RenderableTy
             str(w.in_process),
             ", ".join(w.queues) or "-",
         )
-    return Group(queues, workers)
+    tables = []
+    if queues.row_count or all(q.jobs is None for q in snapshot.queues):
+        tables.append(queues)
+    if any(q.jobs is not None for q in snapshot.queues):
+        tables.append(job_view(snapshot, rates))
+    return Group(*tables, workers)
+
+
+def job_view(snapshot: Snapshot, rates: dict[str, dict[str, float]]) -> Table:
+    from rich.table import Table
+
+    jobs = Table(title=f"worqr mesh {snapshot.prefix!r}: job queues", title_justify="left")
+    for header in ("queue", *JOB_COLUMNS, "submitted/s", "finished/s"):
+        jobs.add_column(header, justify="left" if header == "queue" else "right")
+    for q in snapshot.queues:
+        if q.jobs is None:
+            continue
+        rate = rates.get(q.name)
+        counts = [str(q.jobs.get(column, 0)) for column in JOB_COLUMNS]
+        if q.jobs.get("overdue"):  # due, not promoted: no member took them in time
+            counts[JOB_COLUMNS.index("overdue")] = f"[yellow]{q.jobs['overdue']}[/yellow]"
+        jobs.add_row(
+            q.name,
+            *counts,
+            f"{rate['submitted']:.1f}" if rate else "-",
+            f"{rate['finished']:.1f}" if rate else "-",
+        )
+    return jobs
 
 
 def top(args: argparse.Namespace) -> int:

@@ -1,0 +1,191 @@
+"""The arguments of the job commands: `worqr submit`, `worqr job` and `worqr jobs`."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from .._jobs import STATES, validate_job_id
+from .base import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_JOB_FAILED,
+    EXIT_USAGE,
+    add_connection_options,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    queue_name,
+)
+
+if TYPE_CHECKING:
+    from .parser import Subcommands
+
+MAX_PRIORITY = 1_000_000  # as the client's submit
+
+
+def job_id(value: str) -> str:
+    try:
+        return validate_job_id(value)
+    except (TypeError, ValueError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def priority(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if not -MAX_PRIORITY <= number <= MAX_PRIORITY:
+        raise argparse.ArgumentTypeError(
+            f"must be between -{MAX_PRIORITY:,} and {MAX_PRIORITY:,}, got {number}"
+        )
+    return number
+
+
+def epoch_time(value: str) -> float:
+    """``--at``: epoch seconds, or ISO 8601 with a time zone (a naive time would
+    mean a different instant on every machine, so it is refused)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        if not math.isfinite(seconds) or seconds < 0:
+            raise argparse.ArgumentTypeError(f"must be epoch seconds >= 0, got {value}")
+        return seconds
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not epoch seconds or an ISO 8601 time: {value!r}"
+        ) from None
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} has no time zone: add one (e.g. Z or +02:00), or give epoch seconds"
+        )
+    return when.timestamp()
+
+
+def job_state(value: str) -> str:
+    if value not in STATES:
+        raise argparse.ArgumentTypeError(f"unknown state {value!r}: one of {', '.join(STATES)}")
+    return value
+
+
+def add_job_commands(commands: Subcommands) -> None:
+    parser = commands.add(
+        "submit",
+        "Submit one job to a job queue: the PAYLOAD argument, else all of stdin (as bytes); "
+        "prints its id, or with --wait its result.",
+    )
+    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
+    parser.add_argument("payload", nargs="?", metavar="PAYLOAD")
+    parser.add_argument(
+        "--id",
+        type=job_id,
+        help="the job's id (default: a new time-sortable one); while a job with this id "
+        "is live, nothing is created (a duplicate, said on stderr)",
+    )
+    when = parser.add_mutually_exclusive_group()
+    when.add_argument(
+        "--delay", type=non_negative_float, metavar="SECONDS", help="due this many seconds from now"
+    )
+    when.add_argument(
+        "--at",
+        type=epoch_time,
+        metavar="TIME",
+        help="due at this time: epoch seconds, or ISO 8601 with a time zone "
+        "(e.g. 2030-01-01T09:00:00Z); read against Redis's clock",
+    )
+    parser.add_argument(
+        "--priority", type=priority, default=0, metavar="N", help="higher runs first (default: 0)"
+    )
+    parser.add_argument(
+        "--unique",
+        action="store_true",
+        help="at most one live job with this payload (a duplicate creates nothing)",
+    )
+    parser.add_argument(
+        "--retries",
+        type=non_negative_int,
+        metavar="N",
+        help="failures retried (default: the handler's, else 3)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        metavar="SECONDS",
+        help="how long each attempt may run (default: the handler's, else no limit)",
+    )
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait for the result and print it instead of the id (str: as text with a "
+        "newline; bytes: as is; None: nothing)",
+    )
+    parser.add_argument(
+        "--wait-timeout",
+        type=positive_float,
+        metavar="SECONDS",
+        help="with --wait: give up after this long (default: no limit)",
+    )
+    add_connection_options(parser)
+    parser.epilog = (
+        f"Exit codes: 0 submitted (with --wait: finished); {EXIT_FAILURE} failure at run time, "
+        "or --wait-timeout passed (stderr names the job and its state: follow it with "
+        f"`worqr job`); {EXIT_USAGE} bad usage or input (nothing is submitted); "
+        f"{EXIT_JOB_FAILED} with --wait, the job failed or was cancelled (its error on "
+        f"stderr); {EXIT_INTERRUPTED} interrupted (the job stays submitted)."
+    )
+
+    parser = commands.add(
+        "job",
+        "Show one job (state, attempts, times, error, previews of payload and result), "
+        "or cancel or retry it.",
+    )
+    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
+    parser.add_argument("id", type=job_id, metavar="ID")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="every field as JSON (times in epoch seconds; a bytes payload, result or "
+        "progress as base64 under payload_b64, result_b64, progress_b64)",
+    )
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument(
+        "--cancel", action="store_true", help="cancel it (delayed, queued, retrying or active)"
+    )
+    action.add_argument(
+        "--retry", action="store_true", help="give a failed or cancelled job a new life"
+    )
+    add_connection_options(parser)
+    parser.epilog = (
+        f"Exit codes: 0 shown (or cancelled, or retried); {EXIT_FAILURE} no such job, "
+        "--cancel or --retry did not apply (stderr says why), or a failure at run time; "
+        f"{EXIT_USAGE} bad usage."
+    )
+
+    parser = commands.add(
+        "jobs",
+        "List a job queue's jobs: the count in each state and the first jobs of each, "
+        "in lifecycle order (delayed, queued, active, retrying, finished, failed, cancelled).",
+    )
+    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
+    parser.add_argument(
+        "--state",
+        type=job_state,
+        help=f"only the jobs in this state: one of {', '.join(STATES)}",
+    )
+    parser.add_argument(
+        "--limit",
+        type=positive_int,
+        default=20,
+        metavar="N",
+        help="at most N jobs of each state (default: 20)",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_connection_options(parser)

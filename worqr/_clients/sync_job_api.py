@@ -1,0 +1,171 @@
+# Generated from async_job_api.py by tools/unasync.py: do not edit; edit async_job_api.py
+# and run `python tools/unasync.py` (make lint fails while this copy is stale).
+"""The job methods of `AsyncWorqr` (`SyncApi` adds the task and mesh ones).
+
+Written once, like ``async_api.py``: ``tools/unasync.py`` writes the synchronous
+copy, ``sync_job_api.py``, for `Worqr`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TypeVar
+
+from .._core.calls import Plan
+from .._core.jobs_work import JobFinish
+from .._jobs import Backoff, JobInfo, JobProcess, JobRef
+from .shell import Shell
+
+T = TypeVar("T")
+
+
+class SyncJobApi(Shell):
+    def _drive(self, plan: Plan[T], deadline: float | None = None) -> T:
+        """Run ``plan`` against Redis; resend what is safe for ``deadline`` seconds
+        (default `Settings.retry_deadline`; 0: never)."""
+        raise NotImplementedError
+
+    # -- jobs ------------------------------------------------------------------
+
+    def submit(
+        self,
+        queue: str,
+        payload: str | bytes,
+        *,
+        id: str | None = None,
+        delay: float | None = None,
+        at: float | None = None,
+        priority: int = 0,
+        unique: bool = False,
+        retries: int | None = None,
+        backoff: Backoff | float | None = None,
+        timeout: float | None = None,
+        result_ttl: float | None = None,
+    ) -> JobRef:
+        """Create a job on ``queue`` (which becomes a job queue) and return its
+        `JobRef`. ``id`` names it (default: a new time-sortable id); submitting an
+        id that is live creates nothing (``duplicate=True``), one that is
+        terminal starts it anew. ``unique``: at most one live job with this
+        payload. ``delay`` seconds or ``at`` (epoch seconds, by Redis's clock):
+        when it is due. ``priority``: higher runs first. ``retries``,
+        ``backoff``, ``timeout``, ``result_ttl``: override the handler's and
+        `JobSettings`' defaults for this job. Bad options raise `ValueError` or
+        `TypeError` before anything is written."""
+        refs = self._drive(
+            self._core.submit_many(
+                queue,
+                [payload],
+                ids=[id],
+                delay=delay,
+                at=at,
+                priority=priority,
+                unique=unique,
+                retries=retries,
+                backoff=backoff,
+                timeout=timeout,
+                result_ttl=result_ttl,
+            )
+        )
+        return refs[0]
+
+    def submit_many(
+        self,
+        queue: str,
+        payloads: Iterable[str | bytes],
+        *,
+        delay: float | None = None,
+        at: float | None = None,
+        priority: int = 0,
+        unique: bool = False,
+        retries: int | None = None,
+        backoff: Backoff | float | None = None,
+        timeout: float | None = None,
+        result_ttl: float | None = None,
+    ) -> list[JobRef]:
+        """Create one job per payload, with the same options (as `submit`), in
+        script calls of at most `JobSettings.submit_chunk` jobs; returns their
+        `JobRef` in order. One bad payload or option creates none of them."""
+        return self._drive(
+            self._core.submit_many(
+                queue,
+                payloads,
+                delay=delay,
+                at=at,
+                priority=priority,
+                unique=unique,
+                retries=retries,
+                backoff=backoff,
+                timeout=timeout,
+                result_ttl=result_ttl,
+            )
+        )
+
+    def get_job(self, queue: str, id: str) -> JobInfo | None:
+        """The job as it is now, or None when there is no such job (or it was purged)."""
+        return self._drive(self._core.get_job(queue, id))
+
+    def result(self, queue: str, id: str, timeout: float | None = None) -> str | bytes | None:
+        """The result of the job once it finished, waiting for it without polling
+        Redis: up to ``timeout`` seconds (None: without limit; 0: read once), then
+        `TimeoutError`. A failed job raises `JobFailedError`, a cancelled one
+        `JobCancelledError`, an unknown or purged one `JobNotFoundError`."""
+        return self._drive(self._core.result(queue, id, timeout))
+
+    def cancel_job(self, queue: str, id: str) -> bool:
+        """Cancel a delayed, queued, retrying or active job (an active job's handler
+        is stopped); False when it is already terminal or unknown."""
+        return self._drive(self._core.cancel_job(queue, id))
+
+    def retry_job(self, queue: str, id: str) -> bool:
+        """Give a failed or cancelled job a new life, queued again (attempts kept);
+        False otherwise, or when another live job holds its unique marker."""
+        return self._drive(self._core.retry_job(queue, id))
+
+    def count_jobs(self, queue: str) -> dict[str, int]:
+        """How many jobs ``queue`` holds in each state: delayed, queued, active,
+        retrying, finished, failed, cancelled (exact; zeros included)."""
+        return self._drive(self._core.count_jobs(queue))
+
+    def get_jobs(
+        self, queue: str, state: str, *, limit: int = 100, cursor: str | None = None
+    ) -> tuple[list[JobInfo], str | None]:
+        """One page of the jobs of ``queue`` in ``state``, and the cursor of the
+        next page (None: the last). Queued jobs come in run order, delayed and
+        retrying ones by due time, terminal ones latest first; a page may be short."""
+        return self._drive(self._core.get_jobs(queue, state, limit=limit, cursor=cursor))
+
+    def server_time(self) -> float:
+        """Redis's clock, in epoch seconds: what ``at`` and every job time are read against."""
+        return self._drive(self._core.server_time())
+
+    def _queue_kind(self, queue: str) -> str:  # for the command line
+        return self._drive(self._core.kind_of(queue))
+
+    def _job_counts(self, queue: str) -> dict[str, int]:  # count_jobs and "overdue"
+        return self._drive(self._core.job_counts(queue))
+
+    # -- for the worker runtime (not public) -------------------------------------
+
+    def _mark_job_queue(self, queue: str) -> None:
+        self._drive(self._core.mark_job_queue(queue))
+
+    def _take_jobs(
+        self, queue: str, finished: list[JobFinish], count: int
+    ) -> tuple[list[bool], list[JobProcess], bool]:
+        return self._drive(self._core.take_jobs(queue, finished, count))
+
+    def _fail_job(
+        self, process: JobProcess, *, mode: str, delay: float, retries: int, error: str
+    ) -> tuple[bool, str]:
+        return self._drive(
+            self._core.fail_job(process, mode=mode, delay=delay, retries=retries, error=error)
+        )
+
+    def _stop_job(self, process: JobProcess) -> bool:
+        return self._drive(self._core.stop_job(process))
+
+    def _report_progress(self, process: JobProcess, value: bytes) -> bool:
+        return self._drive(self._core.report_progress(process, value))
+
+    def _promote_jobs(self, queue: str) -> int:
+        return self._drive(self._core.promote_jobs(queue))
