@@ -161,13 +161,20 @@ def test_job_json_has_every_field_with_bytes_as_base64(
     assert (document["payload"], document["result"], document["state"]) == ("text", None, "queued")
 
 
-def test_an_unknown_job_exits_1(cli: Cli, wq: worqr.Worqr) -> None:
+def test_an_unknown_job_exits_1(cli: Cli, wq: worqr.Worqr, worker: worqr.Worqr) -> None:
     code, out, err = cli("job", "q", "nope")
     assert (code, out) == (1, "")
     assert err == "worqr job: error: no job 'nope' on queue 'q' (or it was purged)\n"
     code, _, err = cli("job", "q", "nope", "--cancel")
     assert (code, err) == (1, "worqr job: error: no job 'nope' on queue 'q' (or it was purged)\n")
     wq.enqueue("tasks", "a")
+    code, _, err = cli("job", "tasks", "nope")
+    assert (code, err) == (
+        1,
+        "worqr job: error: queue 'tasks' holds tasks (it is a task queue), not jobs\n",
+    )
+    process = worker.dequeue("tasks")  # an emptied task queue: no such job, as it says
+    assert process is not None and worker.finish_process(process)
     code, _, err = cli("job", "tasks", "nope")
     assert (code, err) == (
         1,

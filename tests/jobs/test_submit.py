@@ -249,3 +249,32 @@ def test_a_job_queue_deleted_and_used_again_is_listed_again(
     client.submit("jobs", "two")
     assert redis_client.smembers(MeshKeys(prefix).jobqueues) == {b"jobs"}
     assert client.get_queues() == ["jobs"]
+
+
+def test_job_reads_on_a_task_queue_say_so(make: Make) -> None:
+    """A job read that finds nothing on a queue holding tasks names the mistake
+    instead of answering "no such job"; on an emptied task queue (which may
+    become a job queue) nothing found is the answer."""
+    client = make()
+    client.enqueue("tasks", "t")
+    id = "01J0000000000000000000000A"
+    for read in (
+        lambda: client.get_job("tasks", id),
+        lambda: client.result("tasks", id, timeout=0),
+        lambda: client.result("tasks", id, timeout=1),
+        lambda: client.cancel_job("tasks", id),
+        lambda: client.retry_job("tasks", id),
+        lambda: client.count_jobs("tasks"),
+        lambda: client.get_jobs("tasks", "queued"),
+        lambda: client.get_jobs("tasks", "failed"),
+    ):
+        with pytest.raises(worqr.WrongQueueKindError, match="'tasks' holds tasks") as caught:
+            read()
+        assert caught.value.queue_kind == "tasks"
+    assert client.count_tasks("tasks") == 1  # nothing changed
+    worker = make(start=True)
+    process = worker.dequeue("tasks")
+    assert process is not None and worker.finish_process(process)
+    assert client.get_job("tasks", id) is None
+    assert client.count_jobs("tasks") == dict.fromkeys(client.count_jobs("tasks"), 0)
+    assert client.get_jobs("tasks", "queued") == ([], None)

@@ -96,6 +96,8 @@ def test_failures_retry_with_backoff_then_succeed(
     assert len(gaps) == 3
     for gap, backoff in zip(gaps, (0.2, 0.4, 0.8), strict=True):
         assert backoff - 0.02 <= gap < backoff + 1.0, gaps  # never early; late by a hop
+    # The hook runs once Redis answered the finish: a waiter may read it first.
+    wait_until(lambda: outcomes.seen["finished"] == 1, message="the finished hook")
     assert outcomes.seen == Counter({"retried": 3, "finished": 1})
     info = wq.get_job("q", ref.id)
     assert info is not None and info.attempts == 4 and info.error is None

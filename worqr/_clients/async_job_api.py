@@ -99,29 +99,34 @@ class AsyncJobApi(Shell):
         )
 
     async def get_job(self, queue: str, id: str) -> JobInfo | None:
-        """The job as it is now, or None when there is no such job (or it was purged)."""
+        """The job as it is now, or None when there is no such job (or it was
+        purged). On a queue that holds tasks: `WrongQueueKindError`."""
         return await self._drive(self._core.get_job(queue, id))
 
     async def result(self, queue: str, id: str, timeout: float | None = None) -> str | bytes | None:
         """The result of the job once it finished, waiting for it without polling
         Redis: up to ``timeout`` seconds (None: without limit; 0: read once), then
         `TimeoutError`. A failed job raises `JobFailedError`, a cancelled one
-        `JobCancelledError`, an unknown or purged one `JobNotFoundError`."""
+        `JobCancelledError`, an unknown or purged one `JobNotFoundError` (on a
+        queue that holds tasks: `WrongQueueKindError`)."""
         return await self._drive(self._core.result(queue, id, timeout))
 
     async def cancel_job(self, queue: str, id: str) -> bool:
         """Cancel a delayed, queued, retrying or active job (an active job's handler
-        is stopped); False when it is already terminal or unknown."""
+        is stopped); False when it is already terminal or unknown. On a queue that
+        holds tasks: `WrongQueueKindError`."""
         return await self._drive(self._core.cancel_job(queue, id))
 
     async def retry_job(self, queue: str, id: str) -> bool:
         """Give a failed or cancelled job a new life, queued again (attempts kept);
-        False otherwise, or when another live job holds its unique marker."""
+        False otherwise, or when another live job holds its unique marker. On a
+        queue that holds tasks: `WrongQueueKindError`."""
         return await self._drive(self._core.retry_job(queue, id))
 
     async def count_jobs(self, queue: str) -> dict[str, int]:
         """How many jobs ``queue`` holds in each state: delayed, queued, active,
-        retrying, finished, failed, cancelled (exact; zeros included)."""
+        retrying, finished, failed, cancelled (exact; zeros included). On a queue
+        that holds tasks: `WrongQueueKindError`."""
         return await self._drive(self._core.count_jobs(queue))
 
     async def get_jobs(
@@ -129,7 +134,8 @@ class AsyncJobApi(Shell):
     ) -> tuple[list[JobInfo], str | None]:
         """One page of the jobs of ``queue`` in ``state``, and the cursor of the
         next page (None: the last). Queued jobs come in run order, delayed and
-        retrying ones by due time, terminal ones latest first; a page may be short."""
+        retrying ones by due time, terminal ones latest first; a page may be short.
+        On a queue that holds tasks: `WrongQueueKindError`."""
         return await self._drive(self._core.get_jobs(queue, state, limit=limit, cursor=cursor))
 
     async def server_time(self) -> float:

@@ -8,7 +8,7 @@ import json
 import time
 import uuid
 
-from .._errors import JobCancelledError, JobFailedError, JobNotFoundError
+from .._errors import JobCancelledError, JobFailedError, JobNotFoundError, WrongQueueKindError
 from .._jobs import (
     STATE_CODES,
     STATES,
@@ -39,6 +39,7 @@ class JobReads(CoreBase):
         validate_job_id(id)
         reply = yield job_scripts.job_watch(keys, id, watch=False, with_payload=True)
         if reply is None:
+            yield from self.refuse_task_queue(queue)
             return None
         raw, payload, result, progress, _ = reply
         return job_info(
@@ -72,6 +73,7 @@ class JobReads(CoreBase):
                 keys, id, watch=waiter is not None, with_payload=False
             )
             if reply is None:
+                yield from self.refuse_task_queue(queue)
                 raise JobNotFoundError(f"no job {id!r} on queue {queue!r} (or it was purged)")
             record = json.loads(reply[0])
             state = STATE_CODES[record["s"]]
@@ -109,6 +111,8 @@ class JobReads(CoreBase):
         cancelled, _ = yield job_scripts.job_cancel(
             keys, id, nonce, publish=publish, policy=self.settings.jobs.policy
         )
+        if int(cancelled) != 1:
+            yield from self.refuse_task_queue(queue)
         return int(cancelled) == 1
 
     def retry_job(self, queue: str, id: str) -> Plan[bool]:
@@ -116,7 +120,34 @@ class JobReads(CoreBase):
         validate_job_id(id)
         publish = self.publish or (yield from self.publish_command())
         retried, _ = yield job_scripts.job_retry(keys, id, uuid.uuid4().hex[:16], publish=publish)
+        if int(retried) != 1:
+            yield from self.refuse_task_queue(queue)
         return int(retried) == 1
+
+    def refuse_task_queue(self, queue: str) -> Plan[None]:
+        """Raise `WrongQueueKindError` when ``queue`` holds tasks: a job read that
+        found nothing there asked the wrong queue. Read only after a miss, so a
+        found job costs nothing more; an emptied task queue may become a job
+        queue, so finding nothing there is an answer."""
+        if self._kinds.get(queue) == "jobs":
+            return
+        keys = self.queue_keys(queue)
+        reads = (
+            command("HGET", keys.config, "kind"),
+            command("LLEN", keys.tasks),
+            command("HLEN", keys.processes),
+        )
+        kind, queued, running = yield Pinned(reads)
+        for reply in (kind, queued, running):
+            if isinstance(reply, Exception):
+                raise reply
+        if kind in (b"jobs", "jobs"):
+            self._kinds[queue] = "jobs"
+        elif kind in (b"tasks", "tasks") and (int(queued) or int(running)):
+            raise WrongQueueKindError(
+                f"queue {queue!r} holds tasks (it is a task queue), not jobs",
+                queue_kind="tasks",
+            )
 
     def count_tasks(self, queue: str) -> Plan[int]:
         """Tasks waiting in ``queue``; on a job queue, its queued jobs (its list
@@ -146,6 +177,8 @@ class JobReads(CoreBase):
         counts: dict[str, int] = dict.fromkeys(STATES, 0)
         for i in range(0, len(reply), 2):
             counts[text(reply[i])] = max(0, int(reply[i + 1]))
+        if not any(counts.values()):
+            yield from self.refuse_task_queue(queue)
         return counts
 
     def server_time(self) -> Plan[float]:
@@ -188,6 +221,9 @@ class JobReads(CoreBase):
             )
             entries = [text(id) for id in found]  # ids: a terminal job has no live entry
             after = str(offset + limit) if len(found) == limit else None
+        if cursor is None and (not entries or state == "queued"):
+            # Nothing found, or queued entries that may be a task queue's payloads.
+            yield from self.refuse_task_queue(queue)
         jobs = yield from self._read_jobs(queue, keys, entries, state, now_ms)
         return jobs, after
 

@@ -4,7 +4,7 @@ Each start is recorded as ``"started <job id> <pid> <attempt>"`` on the Redis li
 ``<record>:events`` ($JOB_RECORD); a handler that returns records ``"returned ..."``.
 
 - "held": waits (without blocking the loop) until the key ``<record>:release``
-  exists, then returns ``"by <pid>"``;
+  exists, then returns ``"by <pid>"`` (records ``"cancelled ..."`` if cancelled);
 - "poison": kills its own worker process with SIGKILL, every time;
 - "storm": payload ``"<n>:<millis>"``, sleeps that long and returns n squared.
 """
@@ -41,6 +41,9 @@ async def held(payload: str) -> str:
         while not await client.exists(f"{RECORD}:release"):
             await asyncio.sleep(0.02)
         await record(client, "returned")
+    except asyncio.CancelledError:  # e.g. its worker found its lease lost
+        await record(client, "cancelled")
+        raise
     finally:
         await client.aclose()
     return f"by {os.getpid()}"
