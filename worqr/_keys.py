@@ -234,6 +234,12 @@ class MeshKeys:
         """Set: the names of the mesh's job queues."""
         return f"{self.tag}:jobqueues"
 
+    @property
+    def upkeep(self) -> str:
+        """String, held for one interval by the worker that tidies job queues no
+        worker serves (`Upkeep`)."""
+        return f"{self.tag}:upkeep"
+
     def alive(self, worker_id: str) -> str:
         return f"{self.tag}:alive:{worker_id}"
 

@@ -286,3 +286,46 @@ def test_retention_is_logical_and_bounded(
     assert redis_client.zcard(MeshKeys(prefix).queue("c").job_finished) == 5
     assert capped.count_jobs("c")["finished"] == 5
     assert capped.get_stats("c")["purged_by_cap"] == 7
+
+
+def test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    """A job queue whose workers left keeps expired records (invisible to reads)
+    and due delayed jobs: the mesh's reaper purges and promotes them, in passes
+    bounded per call and at most one per interval for the whole mesh."""
+    settings = worqr.JobSettings(result_ttl=0, min_retention=0.05)
+    producer, worker = make(jobs=settings), make(start=True, jobs=settings)
+    total = 1200  # more than one script call's budget (UPKEEP_BUDGET)
+    producer.submit_many("idle", [f"j{i}" for i in range(total)])
+    taken = take(worker, "idle", 500) + take(worker, "idle", 500) + take(worker, "idle", 500)
+    assert len(taken) == total
+    flags, _, _ = worker._take_jobs("idle", [(p, "s", b"ok") for p in taken], 0)  # one call
+    assert all(flags)
+    later = producer.submit("idle", "later", delay=0.2)
+    worker.stop_work("idle")  # no member is left to purge as it takes
+    keys = MeshKeys(prefix).queue("idle")
+    wait_until(lambda: producer.count_jobs("idle")["finished"] == 0, timeout=3)
+    wait_until(lambda: producer._job_counts("idle")["overdue"] == 1, timeout=3)  # due, waiting
+    assert redis_client.hlen(keys.jobs) == total + 1  # expired, but still held
+
+    reaper, peer = make(start=True), make(start=True)
+    reaper.reap()
+    assert redis_client.hlen(keys.jobs) == 1 and redis_client.hlen(keys.job_data) == 1
+    assert producer.get_job("idle", later.id).state == "queued"  # type: ignore[union-attr]
+    assert producer.get_stats("idle")["purged"] == total
+    assert redis_client.pttl(MeshKeys(prefix).upkeep) > 25_000
+    # Within the interval, no peer tidies again.
+    producer.submit("idle", "another", delay=0.05)
+    wait_until(lambda: producer._job_counts("idle")["overdue"] == 1, timeout=3)
+    peer.reap()
+    assert producer.count_jobs("idle") == counts(queued=1, delayed=1)  # not this interval
+
+
+def test_a_mesh_of_task_queues_writes_no_upkeep_key(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    worker = make(start=True)
+    worker.enqueue("tasks", "t")
+    worker.reap()
+    assert not redis_client.exists(MeshKeys(prefix).upkeep)

@@ -263,6 +263,7 @@ class Checker:
         allowed = {
             f"{self.mesh_tag}:queues",
             f"{self.mesh_tag}:reaper",  # a lock that expires within one heartbeat
+            f"{self.mesh_tag}:upkeep",  # expires within 30 s (job queues only)
             self.key("stats"),
             self.key("seq"),
             self.key("config"),

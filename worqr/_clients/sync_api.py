@@ -190,7 +190,9 @@ class SyncApi(SyncJobApi):
 
     def reap(self) -> int:
         """Fail every dead worker now; returns how many (peers also do it on their
-        own, once per interval for the whole mesh)."""
+        own, once per interval for the whole mesh). Also tidies the job queues no
+        worker serves (expired records purged, due jobs promoted), at most once
+        per 30 s for the whole mesh."""
         return self._drive(self._core.reap())
 
     def heartbeat(self) -> str:

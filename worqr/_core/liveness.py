@@ -12,6 +12,7 @@ from .base import text
 from .calls import Plan, command
 from .processes import Processes
 from .reads import MGET_BATCH
+from .upkeep import Upkeep
 
 logger = logging.getLogger("worqr")
 
@@ -19,7 +20,7 @@ RECONCILE_INTERVAL = 60.0  # seconds between checks that Redis holds no process 
 RECONCILE_BATCH = 1000  # process ids read per ZRANGE when reconciling
 
 
-class Liveness(Processes):
+class Liveness(Upkeep, Processes):
     def heartbeat(self) -> Plan[str]:
         """One heartbeat: "ok", "reaped" (this worker reaped the mesh this
         interval), "recovered" (the lease was lost; re-registered) or "leaving"
@@ -125,7 +126,8 @@ class Liveness(Processes):
         return stray
 
     def reap(self) -> Plan[int]:
-        """Fail every registered worker whose alive key is gone."""
+        """Fail every registered worker whose alive key is gone (then tidy the job
+        queues no worker serves, when that is due: `Upkeep`)."""
         workers = [text(w) for w in (yield command("SMEMBERS", self.mesh.workers))]
         failed = 0
         for start in range(0, len(workers), MGET_BATCH):
@@ -134,6 +136,7 @@ class Liveness(Processes):
             for worker, flag in zip(batch, alive, strict=True):
                 if flag is None and (yield from self._fail_dead(worker)):
                     failed += 1
+        yield from self.tidy_job_queues()
         return failed
 
     def _fail_dead(self, worker: str) -> Plan[bool]:
