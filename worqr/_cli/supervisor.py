@@ -6,23 +6,18 @@ take over its tasks, and the supervisor starts a replacement. The supervisor
 never talks to Redis.
 
 - A child says it is *ready* (its worker registered and joined its queues) by
-  writing a byte on a pipe the supervisor gives it (`report_ready`; the pipe's
-  fd is in ``$WORQR_READY_FD``).
-- Restart policy (gunicorn's and supervisord's: only start-up failures count
-  toward giving up). A child that exits while the supervisor is not stopping is
-  always restarted, after a backoff, unless it is a *start-up failure*: it
-  exited on its own (a non-zero status, or a crash signal such as SIGSEGV or
-  SIGABRT) before it was ready or less than `stable_after` seconds after. Those
-  are what a crash loop is made of (a handler module that fails at import, a
-  bad setting, a handler that kills its process at once); their backoff doubles
-  while the slot keeps failing, and at most `max_start_failures` of them (all
-  children together) are restarted within any `failure_window` seconds: the
-  next stops everything with exit code 1 and a one-line reason
-  (`worqr worker --max-restarts N --restart-window SECONDS`). A child that was
-  killed (SIGKILL, SIGTERM, SIGINT, SIGHUP: an operator, the OOM killer, a
-  test), or that had been ready for `stable_after` seconds, never counts: a
-  kill storm can never turn into an outage. A child exiting with `EXIT_USAGE`
-  is a configuration mistake: restarting cannot help, so the supervisor stops.
+  writing a byte on a pipe the supervisor gives it (`supervised.report_ready`;
+  the pipe's fd is in ``$WORQR_READY_FD``).
+- A child that exits while the supervisor is not stopping is always restarted,
+  after a backoff, unless it failed at start-up (`restart_policy`: an exit of
+  its own before it was ready, or soon after). Start-up failures are what a
+  crash loop is made of: their backoff doubles while the slot keeps failing,
+  and at most `max_start_failures` of them (all children together) are
+  restarted within any `failure_window` seconds; the next stops everything
+  with exit code 1 and a one-line `reason` (`worqr worker --max-restarts N
+  --restart-window SECONDS`). Killed or healthy children never count: a kill
+  storm cannot turn into an outage. A child exiting with `EXIT_USAGE` is a
+  configuration mistake: restarting cannot help, so the supervisor stops.
 - SIGTERM, SIGINT or SIGHUP (a closed terminal): forwarded to every child
   (SIGHUP as SIGTERM; they stop taking work, let their handlers finish within
   their grace period and return the rest); a second signal is forwarded too
@@ -49,53 +44,14 @@ from dataclasses import dataclass
 from types import FrameType
 
 from .base import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from .restart_policy import RestartPolicy
+from .supervised import READY_ENV, ready_fd, report_ready, watch_parent
+
+__all__ = ["RestartPolicy", "Supervisor", "ready_fd", "report_ready", "watch_parent"]
 
 logger = logging.getLogger("worqr.supervisor")
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-READY_ENV = "WORQR_READY_FD"
-"""The environment variable that tells a child the fd to report readiness on."""
-# Deaths by these signals are someone's decision, not a crash of the child's own.
-KILLED_BY = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
-
-
-@dataclass(frozen=True)
-class RestartPolicy:
-    """When and how often dead children are restarted.
-
-    Attributes:
-        backoff: seconds before a dead child is restarted (the first time).
-        max_backoff: cap of the backoff, which doubles while a slot's children
-            keep failing at start-up.
-        stable_after: a child that exits on its own less than this long after it
-            was ready still failed at start-up; after it, it was healthy.
-        max_start_failures: most start-up failures (all children together)
-            restarted within any `failure_window` seconds; the next stops the
-            supervisor with exit code 1. 0: the first start-up failure stops
-            everything. Killed or healthy children are always restarted.
-        failure_window: seconds over which `max_start_failures` is counted.
-    """
-
-    backoff: float = 0.2
-    max_backoff: float = 10.0
-    stable_after: float = 10.0
-    max_start_failures: int = 10
-    failure_window: float = 60.0
-
-    def __post_init__(self) -> None:
-        for name in ("backoff", "max_backoff", "stable_after", "failure_window"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise TypeError(f"{name} must be a number, not {type(value).__name__}")
-            if not 0 < value < float("inf"):
-                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-        limit = self.max_start_failures
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError(f"max_start_failures must be an integer >= 0, got {limit!r}")
-
-    def delay(self, failures: int) -> float:
-        """The backoff after a slot's ``failures``-th start-up failure in a row."""
-        return float(min(self.max_backoff, self.backoff * 2 ** max(0, failures - 1)))
 
 
 @dataclass
@@ -288,10 +244,9 @@ class Supervisor:
             self._stop_all(EXIT_USAGE)
             return
         lived = now - slot.started
-        killed = code == 0 or (code < 0 and -code in KILLED_BY)
-        healthy = slot.ready_at is not None and now - slot.ready_at >= self.policy.stable_after
-        if killed or healthy:
-            if healthy:
+        ready_for = None if slot.ready_at is None else now - slot.ready_at
+        if not self.policy.start_up_failure(code, ready_for):
+            if ready_for is not None and ready_for >= self.policy.stable_after:
                 slot.failures = 0
             delay = self.policy.backoff
             logger.warning(
@@ -368,35 +323,3 @@ def _how(code: int) -> str:
         except ValueError:
             return f"signal {-code}"
     return f"status {code}"
-
-
-def ready_fd() -> int | None:
-    """In a supervised child: the fd to report readiness on (`report_ready`),
-    taken out of the environment (so that what the child starts does not see it)."""
-    fd = os.environ.pop(READY_ENV, None)
-    return int(fd) if fd is not None and fd.isdigit() else None
-
-
-def report_ready(fd: int | None) -> None:
-    """In a supervised child: tell the supervisor this child is ready (its
-    worker registered and joined its queues). Once; a no-op for None."""
-    if fd is not None:
-        with contextlib.suppress(OSError):  # the supervisor is gone: nobody to tell
-            os.write(fd, b"R")
-            os.close(fd)
-
-
-def watch_parent(on_orphaned: Callable[[], object]) -> threading.Thread:
-    """In a supervised child: call ``on_orphaned()`` when stdin (the pipe from
-    the supervisor) reaches EOF, i.e. when the supervisor has died."""
-
-    def wait_for_eof() -> None:
-        with contextlib.suppress(OSError):
-            while os.read(0, 4096):
-                pass
-        logger.warning("the supervisor is gone; stopping this worker process")
-        on_orphaned()
-
-    thread = threading.Thread(target=wait_for_eof, name="worqr-parent-watch", daemon=True)
-    thread.start()
-    return thread

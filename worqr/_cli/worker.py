@@ -18,7 +18,9 @@ from .._errors import WorqrError
 from .._runtime.worker import Worker
 from .._settings import with_overrides
 from .base import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliError
-from .supervisor import RestartPolicy, Supervisor, ready_fd, report_ready, watch_parent
+from .restart_policy import RestartPolicy
+from .supervised import ready_fd, report_ready, watch_parent
+from .supervisor import Supervisor
 
 logger = logging.getLogger("worqr.cli")
 
