@@ -307,7 +307,9 @@ def test_a_child_stopped_while_it_still_starts_is_a_clean_stop(family: Family) -
     assert not any(pid_alive(pid) for pid in pids)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name
+)
 def test_a_closed_terminal_stops_the_children_gracefully(
     family: Family, signum: signal.Signals
 ) -> None:
