@@ -4,10 +4,7 @@ It starts an embedded Redis (unless --url), a supervised mesh of worker processe
 running `worqr._demo.handlers`, enqueues jobs and persistent sessions, cancels
 queued and running ones by payload, SIGKILLs one worker process mid-run, and
 accounts for every task at the end. Exit 0 only if every task is accounted for.
-
-SIGTERM and SIGHUP (the terminal closed) stop it as Ctrl-C does: the mesh and
-the embedded Redis stop with it. If it is SIGKILLed, both get SIGTERM from the
-kernel (Linux: `worqr._parent_death`).
+SIGTERM and SIGHUP stop it as Ctrl-C does; its Redis and mesh never outlive it.
 """
 
 from __future__ import annotations
@@ -102,7 +99,7 @@ class Demo:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
-                preexec_fn=die_with_parent(),  # stops (gracefully) if the demo is SIGKILLed
+                preexec_fn=die_with_parent(),  # SIGTERM when the demo dies, even by SIGKILL
             )
 
     def workers(self) -> dict[str, int]:
@@ -266,12 +263,9 @@ def _redis_for(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
         raise CliError(str(error).splitlines()[0]) from None
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # unwinds like Ctrl-C: the mesh and Redis stop on the way out
-
-
 def run_demo(args: argparse.Namespace) -> int:
-    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    interrupt = signal.default_int_handler  # raises KeyboardInterrupt: unwinds as Ctrl-C does
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         return _run_demo(args)
     finally:
