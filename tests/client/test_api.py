@@ -26,6 +26,7 @@ from tests.support.clients import Factory
 from tests.support.mesh import keys_under, kill, queue_keys, queued
 from tests.support.recorders import OnLeaseLost
 from tests.support.waiting import wait_until
+from worqr._core import scripts
 from worqr._core.lua import source
 from worqr._core.processes import DEQUEUE_CHUNK
 from worqr._keys import MeshKeys
@@ -361,21 +362,17 @@ def test_a_resent_dequeue_chunk_returns_what_it_took(
     keys = queue_keys(prefix, "q")
     worker_id = worker.worker_id or ""
     script = redis_client.register_script(source("dequeue"))
-    args = (
-        keys.tasks,
-        keys.processes,
-        keys.owned(worker_id),
-        keys.members,
-        keys.idle,
-        keys.seq,
-        keys.stats,
-    )
-    first = script(args, (worker_id, "x.1.", 3, 0))
-    second = script(args, (worker_id, "x.1.", 3, 3))
+
+    def chunk(first: int) -> Any:  # the call the client makes, sent by hand
+        call = scripts.dequeue(keys, worker_id, "x.1.", count=3, first=first)
+        return script(call.keys, call.args)
+
+    first = chunk(0)
+    second = chunk(3)
     assert first[0::2] == [b"x.1.1", b"x.1.2", b"x.1.3"]
     assert second[0::2] == [b"x.1.4", b"x.1.5", b"x.1.6"]
-    assert script(args, (worker_id, "x.1.", 3, 3)) == second  # resent: same processes
-    assert script(args, (worker_id, "x.1.", 3, 0)) == first
+    assert chunk(3) == second  # resent: same processes
+    assert chunk(0) == first
     assert wq.count_tasks("q") == 4 and wq.count_processes("q") == 6
     assert [*first[1::2], *second[1::2]] == [f"p{i}".encode() for i in range(6)]
 
@@ -691,6 +688,34 @@ def test_a_failing_callback_does_not_stop_the_listener(
     worker.start_work("q")
     wq.enqueue("q", "a")
     wait_until(lambda: seen.count("work") >= 2)  # the drain hint, then the wake
+
+
+# -- jobs ---------------------------------------------------------------------------
+
+
+def test_each_job_method_of_the_client(make: Factory, wq: worqr.Worqr) -> None:
+    """Each job method once, through the public client (tests/jobs/ goes deep;
+    the worker's side here is the runtime's private calls)."""
+    assert abs(wq.server_time() - wq.server_time()) < 5  # Redis's clock, in seconds
+    ref = wq.submit("jobs", "one")
+    two, three = wq.submit_many("jobs", ["two", "three"])
+    assert not ref.duplicate and not two.duplicate and not three.duplicate
+    info = wq.get_job("jobs", ref.id)
+    assert info is not None and (info.state, info.payload) == ("queued", "one")
+    queued, cursor = wq.get_jobs("jobs", "queued")
+    assert [job.payload for job in queued] == ["one", "two", "three"] and cursor is None
+    assert wq.cancel_job("jobs", three.id)
+    assert wq.count_jobs("jobs")["queued"] == 2
+    worker = make(start=True)
+    _, taken, _ = worker._take_jobs("jobs", [], 2)
+    by_payload = {process.task: process for process in taken}
+    worker._take_jobs("jobs", [(by_payload["one"], "s", b"done")], 0)
+    assert wq.result("jobs", ref.id, timeout=5) == "done"
+    worker._fail_job(by_payload["two"], mode="fail", delay=0, retries=0, error="E: no")
+    with pytest.raises(worqr.JobFailedError):
+        wq.result("jobs", two.id, timeout=0)
+    assert wq.retry_job("jobs", two.id)  # a new life: queued again
+    assert wq.count_jobs("jobs")["queued"] == 1
 
 
 # -- closing and repr ---------------------------------------------------------------

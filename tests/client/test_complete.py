@@ -13,6 +13,7 @@ import worqr
 from tests.support.clients import Clients
 from tests.support.mesh import CountingRedis, kill, queue_keys, sha
 from tests.support.timing import quiet
+from worqr._core import scripts
 from worqr._core.lua import source
 from worqr._core.processes import DEQUEUE_CHUNK
 
@@ -98,13 +99,10 @@ def test_a_resent_complete_neither_duplicates_nor_hides(
     assert worker_id is not None
     keys = queue_keys(prefix, Q)
     run = redis_client.register_script(source("complete"))
-    call_keys = [
-        keys.tasks, keys.processes, keys.owned(worker_id), keys.members,
-        keys.idle, keys.seq, keys.recoveries, keys.stats,
-    ]  # fmt: skip
-    args = [worker_id, f"{worker_id}.resend.", 2, *(p.id for p in held)]
-    first = run(keys=call_keys, args=args)
-    again = run(keys=call_keys, args=args)
+    pids = [p.id for p in held]
+    call = scripts.complete(keys, worker_id, f"{worker_id}.resend.", count=2, pids=pids)
+    first = run(keys=call.keys, args=call.args)  # the call the client makes, by hand
+    again = run(keys=call.keys, args=call.args)
     assert first[0] == [1, 1] and again[0] == [0, 0]
     assert again[1] == first[1] and [t for t in first[1][1::2]] == [b"c", b"d"]
     assert redis_client.llen(keys.tasks) == 1  # "e" is still queued, not hidden

@@ -249,9 +249,10 @@ def test_the_wait_follows_the_queues_slot_when_it_moves(
     producer.enqueue(queue, "confirmed")
     assert on_master(away, key) == [b"confirmed", b"moved", b"before"]
 
-    # An idle member, so that all three keys of the enqueue script exist: the
-    # importing node runs a multi-key command under ASKING only if it holds
-    # every key (else TRYAGAIN until the slot is moved; resent, as any TRYAGAIN).
+    # An idle member, so that all four keys of the enqueue script exist (tasks,
+    # idle, stats, and config with the queue's kind): the importing node runs a
+    # multi-key command under ASKING only if it holds every key (else TRYAGAIN
+    # until the slot is moved; resent, as any TRYAGAIN).
     with node_client(away) as client:
         client.sadd(MeshKeys(prefix).queue(queue).idle, "ghost")
     asked = replicated.redirects()["ASK"]
@@ -269,7 +270,7 @@ def test_the_wait_follows_the_queues_slot_when_it_moves(
             else:
                 outcomes.append(None)
 
-    assert replicated.migrate_slot(slot, home, between=between) == 3
+    assert replicated.migrate_slot(slot, home, between=between) == 4
     assert isinstance(outcomes[0], worqr.ReplicationTimeoutError), outcomes
     assert replicated.redirects()["ASK"] > asked
     producer.enqueue(queue, "home")
