@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Lint only the source directories that exist yet.
 SRC_DIRS := $(wildcard worqr tests examples benchmarks deploy)
 
-.PHONY: venv test test-fast test-versions lint demo bench soak clean
+.PHONY: venv test test-fast test-versions test-floor lint demo bench soak clean
 
 venv: $(STAMP)
 
@@ -46,6 +46,22 @@ test-versions: venv
 	    || failed="$$failed $$server"; \
 	done; test -z "$$failed" || { echo "failed on:$$failed" >&2; exit 1; }
 
+# The oldest redis-py pyproject.toml allows (redis>=X.Y: X.Y.*, the newest
+# patch; the bench peers pin redis-py < 6), in a venv of its own: the clients
+# and the cluster, where worqr shims what older redis-py lacks (a RedisCluster's
+# cluster_error_retry_attempts, MOVED parsed outside a cluster client, no
+# asyncio sharded pub/sub). Tests not marked slow; about a minute.
+FLOOR := $(shell sed -n 's/^ *"redis>=\([0-9.]*\)",$$/\1/p' pyproject.toml)
+FLOOR_VENV := .venv-floor
+FLOOR_TESTS := tests/core tests/client tests/cluster/test_mesh.py tests/cluster/test_faults.py \
+	tests/cluster/test_wait_replicas.py
+test-floor:
+	@test -n "$(FLOOR)" || { echo "no redis>= floor found in pyproject.toml" >&2; exit 1; }
+	@test -x $(FLOOR_VENV)/bin/python || $(PYTHON) -m venv $(FLOOR_VENV)
+	$(FLOOR_VENV)/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]' 'redis==$(FLOOR).*'
+	@$(FLOOR_VENV)/bin/python -c 'import redis; print("== redis-py", redis.__version__, "(the floor: redis>=$(FLOOR))")'
+	WORQR_TEST_OLDEST=0 $(FLOOR_VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not slow" $(FLOOR_TESTS)
+
 demo: venv
 	$(BIN)/worqr demo
 
@@ -58,5 +74,5 @@ soak: venv
 	$(BIN)/python tests/faults/soak.py --minutes $(or $(MINUTES),10)
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(FLOOR_VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

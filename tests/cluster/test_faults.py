@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import redis
+from redis.asyncio.client import PubSub as AsyncPubSub
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
@@ -359,6 +360,21 @@ def test_bad_cluster_arguments_are_refused_before_anything_is_created(
         with pytest.raises(worqr.WorqrError, match="cluster=True"):
             standalone.count_tasks(queue_off(redis_cluster, prefix, redis_cluster.ports[0]))
         assert time.monotonic() - started < 2
+
+
+@pytest.mark.skipif(
+    hasattr(AsyncPubSub, "ssubscribe"),
+    reason="redis-py >= 8.0 has asyncio sharded pub/sub; this is for older ones (make test-floor)",
+)
+def test_an_asyncio_cluster_client_on_an_old_redis_py_says_what_it_needs(
+    redis_cluster: LocalCluster,
+) -> None:
+    """redis-py < 8 has no asyncio SSUBSCRIBE: AsyncWorqr(cluster=True) refuses
+    at once, saying which version it needs (the sync client works)."""
+    with pytest.raises(worqr.WorqrError, match=r"needs redis-py >= 8\.0 \(installed: "):
+        worqr.AsyncWorqr(redis_cluster.url, cluster=True)
+    with worqr.Worqr(redis_cluster.url, cluster=True) as wq:
+        assert wq.count_tasks("q") == 0
 
 
 @needs_asyncio_cluster
