@@ -28,7 +28,7 @@ from tests.support.waiting import wait_until
 CHILD = textwrap.dedent(
     """
     import os, signal, sys, threading
-    from worqr._cli.supervisor import ready_fd, report_ready, watch_parent
+    from worqr._cli.supervised import ready_fd, report_ready, watch_parent
     directory, mode = sys.argv[1], sys.argv[2]
     if mode.startswith("exit:"):
         sys.exit(int(mode[5:]))

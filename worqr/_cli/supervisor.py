@@ -45,9 +45,9 @@ from types import FrameType
 
 from .base import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .restart_policy import RestartPolicy
-from .supervised import READY_ENV, ready_fd, report_ready, watch_parent
+from .supervised import READY_ENV
 
-__all__ = ["RestartPolicy", "Supervisor", "ready_fd", "report_ready", "watch_parent"]
+__all__ = ["RestartPolicy", "Supervisor"]
 
 logger = logging.getLogger("worqr.supervisor")
 
@@ -144,25 +144,25 @@ class Supervisor:
         self.request_stop(signum)
 
     def _spawn(self, slot: _Slot) -> None:
-        ready_fd, child_fd = os.pipe()
-        os.set_blocking(ready_fd, False)
+        reader, writer = os.pipe()  # the child says it is ready on it
+        os.set_blocking(reader, False)
         env = dict(self._env if self._env is not None else os.environ)
-        env[READY_ENV] = str(child_fd)
+        env[READY_ENV] = str(writer)
         try:
             slot.process = subprocess.Popen(
                 list(self._command(slot.index)),
                 stdin=subprocess.PIPE,  # closed when we die: the child's cue to stop
                 env=env,
-                pass_fds=(child_fd,),
+                pass_fds=(writer,),
                 process_group=0,  # a terminal's Ctrl-C reaches only the supervisor
             )
         except BaseException:
-            os.close(ready_fd)
+            os.close(reader)
             raise
         finally:
-            os.close(child_fd)  # the child's copy is the only writer left
+            os.close(writer)  # the child's copy is the only writer left
         slot.started = time.monotonic()
-        slot.ready_fd, slot.ready_at = ready_fd, None
+        slot.ready_fd, slot.ready_at = reader, None
         slot.restart_at = None
 
     def _check_ready(self, slot: _Slot) -> None:
