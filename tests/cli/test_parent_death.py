@@ -156,13 +156,15 @@ def demo_family(started: Started, process: subprocess.Popen[bytes]) -> set[int]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "signum", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name
+)
 def test_worqr_demo_takes_its_redis_and_mesh_along(
     started: Started, signum: signal.Signals
 ) -> None:
-    """A closed terminal stops the demo as Ctrl-C does; a SIGKILLed demo leaves
-    nothing behind either: its server and mesh get the parent-death signal, and
-    the mesh's children follow their supervisor."""
+    """A closed terminal and SIGTERM stop the demo as Ctrl-C does; a SIGKILLed
+    demo leaves nothing behind either: its server and mesh get the parent-death
+    signal, and the mesh's children follow their supervisor."""
     process = started.cli("demo", "--processes", "2", "--tasks", "20000")
     family = demo_family(started, process)
     process.send_signal(signum)

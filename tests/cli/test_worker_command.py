@@ -281,6 +281,21 @@ def test_children_leave_when_the_supervisor_is_killed(
     assert mesh.client.count_tasks("jobs") == 1  # the held task went back
 
 
+def test_a_closed_terminal_stops_a_single_worker_gracefully(
+    make_mesh: Callable[[str, str], Mesh], redis_url: str, prefix: str
+) -> None:
+    """SIGHUP (the terminal went away) is a graceful stop, as SIGTERM: the held
+    task goes back, the worker deregisters, exit 0."""
+    mesh = make_mesh(redis_url, prefix)
+    mesh.start("--grace", "0.2", *FAST)
+    mesh.wait_workers(1)
+    mesh.enqueue("jobs", "hold:x")
+    wait_until(lambda: "x" in mesh.names("started"))
+    assert mesh.stop(signal.SIGHUP) == 0
+    assert mesh.client.count_tasks("jobs") == 1
+    assert mesh.client.get_workers() == []
+
+
 def test_command_line_overrides_the_workers_settings(
     make_mesh: Callable[[str, str], Mesh], redis_url: str, prefix: str
 ) -> None:
