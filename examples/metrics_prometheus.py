@@ -117,11 +117,15 @@ def main(url: str | None, prefix: str) -> None:
             producer.enqueue_many("thumbnails", [f"photo-{i}.jpg" for i in range(TASKS)])
             if not done.wait(30):
                 raise SystemExit("the worker did not finish")
-            own = wait_for(
-                "worker metrics", lambda: fetch(f"http://127.0.0.1:{worker_port}/metrics")
-            )
-            line = next(x for x in own.splitlines() if x.startswith("worqr_tasks_finished_total"))
-            print(f"worker endpoint: {line}")
+
+            # A task counts as finished once its finish is acknowledged, just after
+            # its handler returned: wait for the last acknowledgements to land.
+            def finished_line() -> str | None:
+                own = fetch(f"http://127.0.0.1:{worker_port}/metrics") or ""
+                found = [x for x in own.splitlines() if x.startswith("worqr_tasks_finished_total")]
+                return found[0] if found and found[0].endswith(f" {TASKS:.1f}") else None
+
+            print(f"worker endpoint: {wait_for('worker metrics', finished_line)}")
             mesh = wait_for("exporter", lambda: fetch(f"http://127.0.0.1:{exporter_port}/metrics"))
             finished = next(
                 x for x in mesh.splitlines() if 'event="finished"' in x and x.startswith("worqr_")

@@ -12,10 +12,21 @@ import pytest
 import redis
 
 import worqr
+from tests.support import tools
 from tests.support.clients import Clients, Factory
 from tests.support.sentinel import make_sentinel_group, sentinel_group  # noqa: F401  (fixtures)
 from tests.support.server_versions import pytest_generate_tests, server_binary  # noqa: F401
 from worqr.embedded import EmbeddedRedis
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    tools.check_marker(item)  # @pytest.mark.needs("prometheus"): skipped, and said at the end
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    line = tools.summary()  # after pytest's own last line: the last thing a run says
+    if line is not None:
+        config.get_terminal_writer().line(line, yellow=True, bold=True)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from redis.exceptions import ResponseError
+
 
 class WorqrError(Exception):
     """Base class for every error worqr raises on purpose."""
@@ -29,6 +31,24 @@ class AmbiguousResultError(WorqrError):
 
 class RedisUnavailableError(WorqrError):
     """Redis could not be reached within the retry deadline; nothing was applied."""
+
+
+class RedisBusyError(RedisUnavailableError, ResponseError):
+    """Redis answered BUSY for the whole retry deadline: a script (or function)
+    someone else runs has gone past Redis's time limit (``busy-reply-threshold``,
+    ``lua-time-limit`` before 7.0), and Redis refuses every other command until it
+    ends or is killed (``SCRIPT KILL``). Nothing was applied.
+
+    Also a `redis.exceptions.ResponseError`, as the reply is on every server."""
+
+
+class RedisPersistenceError(WorqrError, ResponseError):
+    """Redis answered MISCONF: it cannot persist (an RDB snapshot or an AOF write
+    failed: a full or read-only disk, for instance) and refuses every write until
+    it can again (``stop-writes-on-bgsave-error``). Nothing was applied; Redis's
+    log says why it cannot write.
+
+    Also a `redis.exceptions.ResponseError`, as the reply is on every server."""
 
 
 class ReplicationTimeoutError(WorqrError):

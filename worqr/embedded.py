@@ -19,6 +19,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from ._parent_death import die_with_parent
+
 __all__ = ["EmbeddedRedis", "EmbeddedRedisError", "find_redis_server", "free_port"]
 
 START_TIMEOUT = 10.0
@@ -68,7 +70,12 @@ def _server_version(binary: str) -> tuple[int, int]:
 
 
 class EmbeddedRedis:
-    """A redis-server child process on 127.0.0.1; use as a context manager."""
+    """A redis-server child process on 127.0.0.1; use as a context manager.
+
+    It never outlives this process: `close()` (or leaving the ``with`` block)
+    stops it and removes its data directory, and on Linux a server started
+    from the main thread gets SIGTERM when this process dies, even by SIGKILL
+    (then its temporary data directory stays behind)."""
 
     def __init__(
         self,
@@ -112,7 +119,13 @@ class EmbeddedRedis:
         os.makedirs(self.directory, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(
-                args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                # Stops (SIGTERM) when this process dies, even by SIGKILL (Linux,
+                # started on the main thread: `worqr._parent_death`).
+                preexec_fn=die_with_parent(),
             )
         self._wait_ready(self._process)
         return self

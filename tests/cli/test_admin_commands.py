@@ -191,7 +191,7 @@ def test_top_exits_0_on_ctrl_c(redis_url: str, prefix: str, wq: worqr.Worqr) -> 
         stdin=follower,
         stdout=follower,
         stderr=subprocess.PIPE,
-        env=cli_env(COLUMNS="120", LINES="40"),
+        env=cli_env(COLUMNS="120", LINES="40", TERM="xterm-256color"),  # whatever runs the tests
     )
     os.close(follower)
     seen = b""

@@ -16,11 +16,11 @@ import redis
 from redis.crc import key_slot
 
 import worqr
-from tests.support.cluster import LocalCluster, needs_asyncio_cluster
+from tests.support.cluster import LocalCluster, needs_asyncio_cluster, needs_sharded_pubsub
 from tests.support.waiting import wait_until
 from worqr._keys import MeshKeys
 
-pytestmark = [pytest.mark.cluster, pytest.mark.fault, pytest.mark.slow]
+pytestmark = [pytest.mark.cluster, pytest.mark.fault, pytest.mark.slow, needs_sharded_pubsub]
 
 AT_RISK_S = 1.0  # acknowledged this long before the kill: replication may not have copied it
 

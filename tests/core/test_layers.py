@@ -1,6 +1,7 @@
 """The package's folders are its layers, and imports only go down.
 
-    base      _errors, _keys, _settings, _process, _hooks, _jobs, _version, embedded*
+    base      _errors, _keys, _settings, _process, _hooks, _jobs, _version, embedded*,
+              _parent_death
     _core     sans-I/O: plans, script builders, replies, cluster routing
     _clients  the two colours (Worqr, AsyncWorqr), connections, subscribers
     _runtime  the Worker
@@ -35,6 +36,7 @@ RANKS = {
     "_version": 0,
     "embedded": 0,
     "embedded_cluster": 0,
+    "_parent_death": 0,
     "_core": 1,
     "_clients": 2,
     "_runtime": 3,
@@ -62,7 +64,8 @@ IO_MODULES = (
     "threading",
     "urllib",
 )
-SANS_IO_EXEMPT = {"embedded", "embedded_cluster"}  # base utilities that start servers
+# Base utilities that start servers, and the parent-death signal they ask for.
+SANS_IO_EXEMPT = {"embedded", "embedded_cluster", "_parent_death"}
 
 
 def modules() -> list[Path]:

@@ -1,12 +1,15 @@
 """docker-compose.yml without a Docker engine: it is valid Compose (against the
-specification's JSON schema), every file it mounts exists, every port Prometheus
-scrapes is one a service exposes and binds, and each command parses."""
+specification's JSON schema, and to a real Compose implementation: Debian's
+docker-compose, whose `config` needs no engine), every file it mounts exists,
+every port Prometheus scrapes is one a service exposes and binds, and each
+command parses."""
 
 from __future__ import annotations
 
 import importlib
 import json
 import re
+import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +21,7 @@ import pytest
 import yaml
 
 import worqr
-from tests.support import ROOT
+from tests.support import ROOT, tools
 from tests.support.waiting import wait_until
 from worqr.cli import build_parser
 from worqr.embedded import EmbeddedRedis
@@ -83,6 +86,31 @@ def test_compose_file_is_valid_against_the_specification(
 ) -> None:
     errors = sorted(validator.iter_errors(compose), key=lambda e: list(e.path))
     assert not errors, [f"{list(e.path)}: {e.message}" for e in errors]
+
+
+def compose_config(path: Path) -> subprocess.CompletedProcess[str]:
+    """``docker-compose -f PATH config -q``: parses, validates and resolves the
+    file (anchors, relative paths) as ``up`` would, without an engine."""
+    program = tools.find("docker-compose")
+    assert program is not None
+    return subprocess.run(
+        [program, "-f", str(path), "config", "-q"],
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.needs("docker-compose")
+def test_a_real_compose_implementation_accepts_the_file(tmp_path: Path) -> None:
+    done = compose_config(COMPOSE)
+    assert done.returncode == 0, done.stderr
+    # ... and it really checks: the same file with a misspelt service key fails.
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text(COMPOSE.read_text().replace("    command:", "    comand:", 1))
+    refused = compose_config(broken)
+    assert refused.returncode != 0 and "'comand'" in refused.stderr, refused.stderr
 
 
 @pytest.mark.parametrize(

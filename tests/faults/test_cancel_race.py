@@ -24,7 +24,6 @@ from tests.support.fault_harness import (
     worker_ids,
 )
 from tests.support.waiting import wait_until
-from worqr._cli.supervisor import RestartPolicy
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -56,7 +55,7 @@ class Killer(threading.Thread):
     def __init__(self, mesh: Any, log: Path, rng: random.Random) -> None:
         super().__init__(name="fault-killer", daemon=True)
         self.mesh, self.log, self.rng = mesh, log, rng
-        self.budget = RestartPolicy().storm_restarts - 1
+        self.budget = 9
         self.killed: set[int] = set()
         self.stopping = threading.Event()
         self.last = 0.0

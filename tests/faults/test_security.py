@@ -5,7 +5,6 @@ TLS with certificate verification, failing closed with a wrong CA."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import uuid
@@ -18,6 +17,7 @@ import pytest
 import redis
 
 import worqr
+from tests.support import tools
 from tests.support.fault_harness import (
     QUEUE,
     Checker,
@@ -143,9 +143,9 @@ def test_a_mesh_runs_as_a_prefix_restricted_acl_user(
 
 def certificates(directory: Path, name: str) -> dict[str, Path]:
     """A CA and a server certificate for 127.0.0.1, made with the openssl CLI."""
-    openssl = shutil.which("openssl")
+    openssl = tools.find("openssl")
     if openssl is None:
-        pytest.skip("the openssl command is needed to make test certificates")
+        tools.require("openssl", "it makes the test certificates")
     key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     paths = {k: directory / f"{name}-{k}" for k in ("ca.pem", "ca.key", "key", "csr", "pem")}
 
@@ -171,7 +171,7 @@ def tls_server(make_redis: Callable[..., EmbeddedRedis], certs: dict[str, Path])
         return make_redis(extra_args=args), port
     except EmbeddedRedisError as error:
         if "tls" in str(error).lower():
-            pytest.skip(f"this redis-server was built without TLS: {str(error).splitlines()[0]}")
+            tools.require("redis-server with TLS", str(error).splitlines()[0])
         raise
 
 

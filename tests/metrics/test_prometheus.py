@@ -40,15 +40,7 @@ JOB_QUEUE = "gamma"
 QUEUES = (*TASK_QUEUES, JOB_QUEUE)
 RATE_WINDOW = "15s"  # what Grafana's $__rate_interval becomes for a 1 s scrape interval
 
-pytestmark = [
-    pytest.mark.prometheus,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        PROMETHEUS is None,
-        reason="the prometheus binary is not on PATH (Debian package 'prometheus'; "
-        ".ci/run installs it as root)",
-    ),
-]
+pytestmark = [pytest.mark.prometheus, pytest.mark.slow, pytest.mark.needs("prometheus")]
 
 # One worker process: a worqr Worker running sleepy handlers (tasks, and jobs of
 # one job queue), counted by the metrics package, writing to the shared

@@ -1,5 +1,7 @@
-"""The multi-process parent, with plain Python children (no Redis): restarts,
-backoff and restart storms, signal forwarding, and children outliving it."""
+"""The multi-process parent, with plain Python children (no Redis): the restart
+policy (killed or healthy children always come back; start-up failures, a
+crash loop, end in giving up), backoff, signal forwarding, and children
+outliving it."""
 
 from __future__ import annotations
 
@@ -18,15 +20,27 @@ from tests.support.processes import kill_pids, pid_alive, stop
 from tests.support.waiting import wait_until
 
 # A child: writes its pid to DIR/<pid>, appends each signal it gets to DIR/<pid>.signals,
-# and exits after the Nth stop signal (STOP_AFTER) or at once (MODE=exit:<code>).
+# reports ready, and exits after the Nth stop signal (MODE=N). MODE=exit:<code>
+# exits at once (before it is ready), ready-exit:<code> right after reporting
+# ready, late-exit:<code> 0.4 s after (unless stopped first), unready:N never
+# reports ready (it takes forever to start), importing neither reports ready
+# nor handles signals (a stop signal kills it).
 CHILD = textwrap.dedent(
     """
     import os, signal, sys, threading
-    from worqr._cli.supervisor import watch_parent
+    from worqr._cli.supervised import ready_fd, report_ready, watch_parent
     directory, mode = sys.argv[1], sys.argv[2]
     if mode.startswith("exit:"):
         sys.exit(int(mode[5:]))
-    stop_after = int(mode)
+    if mode.startswith("ready-exit:"):
+        report_ready(ready_fd())
+        sys.exit(int(mode[11:]))
+    if mode == "importing":  # still starting: no signal handler yet, never ready
+        open(os.path.join(directory, str(os.getpid())), "w").close()
+        threading.Event().wait()
+    ready = not mode.startswith("unready:")
+    late = int(mode[10:]) if mode.startswith("late-exit:") else None
+    stop_after = 1 if late is not None else int(mode.rpartition(":")[2])
     received = []
     done = threading.Event()
     def on_signal(signum, frame):
@@ -40,6 +54,10 @@ CHILD = textwrap.dedent(
     watch_parent(lambda: (open(os.path.join(directory, f"{os.getpid()}.orphan"), "w").close(),
                           done.set()))
     open(os.path.join(directory, str(os.getpid())), "w").close()
+    if ready:
+        report_ready(ready_fd())
+    if late is not None and not done.wait(0.4):
+        sys.exit(late)
     while not done.wait(0.05):
         pass
     """
@@ -52,8 +70,8 @@ PARENT = textwrap.dedent(
     from worqr._cli.supervisor import RestartPolicy, Supervisor
     logging.basicConfig(level=logging.INFO)
     child, directory, processes, mode = sys.argv[1:5]
-    policy = RestartPolicy(backoff=0.05, max_backoff=0.2, stable_after=5,
-                           storm_restarts=int(sys.argv[5]), storm_window=60)
+    policy = RestartPolicy(backoff=0.05, max_backoff=0.2, stable_after=float(sys.argv[6]),
+                           max_start_failures=int(sys.argv[5]), failure_window=60)
     command = lambda i: [sys.executable, child, directory, mode]
     def on_exit(pid):
         with open(f"{directory}/exits", "a") as f:
@@ -74,7 +92,9 @@ class Family:
         self.tmp = tmp_path
         self.parent: subprocess.Popen[bytes] | None = None
 
-    def start(self, processes: int = 3, mode: str = "1", storm: int = 10) -> None:
+    def start(
+        self, processes: int = 3, mode: str = "1", limit: int = 10, stable_after: float = 5
+    ) -> None:
         self.parent = subprocess.Popen(
             [
                 sys.executable,
@@ -83,7 +103,8 @@ class Family:
                 str(self.dir),
                 str(processes),
                 mode,
-                str(storm),
+                str(limit),
+                str(stable_after),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -157,31 +178,96 @@ def test_second_signal_is_forwarded_and_third_kills(family: Family) -> None:
 
 
 @pytest.mark.slow
-def test_restart_storm_gives_up(family: Family) -> None:
-    family.start(processes=2, mode="exit:1", storm=4)
+def test_a_crash_loop_at_start_gives_up(family: Family) -> None:
+    """Children that exit on their own before they are ready: start-up failures.
+    The limit's worth are restarted (with a backoff that doubles per slot), the
+    next stops everything with exit 1 and one line saying why."""
+    family.start(processes=2, mode="exit:1", limit=4)
     assert family.parent is not None
     assert family.parent.wait(30) == 1
     log = family.log()
     assert log.count("restarting it in") == 4
-    assert "giving up" in log
+    assert log.count("before it was ready") == 5
+    [reason] = [line for line in log.splitlines() if "giving up" in line]
+    assert "keep failing at start-up: 5 within 60 s (the limit is 4" in reason
+    assert "exited with status 1 before it was ready" in reason
 
 
-def test_max_restarts_zero_never_restarts(family: Family) -> None:
-    family.start(processes=2, mode="exit:1", storm=0)
+@pytest.mark.slow
+def test_a_child_that_dies_right_after_it_is_ready_is_a_start_up_failure(
+    family: Family,
+) -> None:
+    """ "Soon after": ready, then an exit of its own within stable_after (a
+    handler that kills its process at once) still counts."""
+    family.start(processes=2, mode="ready-exit:3", limit=2)
     assert family.parent is not None
     assert family.parent.wait(30) == 1
     log = family.log()
-    assert "restarting it in" not in log and "giving up" in log
+    assert "soon after it was ready" in log and "giving up" in log
+
+
+@pytest.mark.slow
+def test_killed_children_are_always_restarted(family: Family) -> None:
+    """SIGKILLs of ready children, three times the start-up failure limit:
+    none counts, each is replaced after the base backoff, and the pool stops
+    cleanly afterwards."""
+    family.start(processes=2, limit=2)
+    assert family.parent is not None
+    killed = []
+    for _ in range(6):
+        victim = wait_until(lambda: len(family.alive()) == 2 and family.alive()[0], timeout=20)
+        os.kill(victim, signal.SIGKILL)
+        killed.append(victim)
+        wait_until(lambda v=victim: v not in family.alive(), timeout=10)  # type: ignore[misc]
+    wait_until(lambda: len(family.alive()) == 2, timeout=20, message="the pool shrank")
+    assert family.parent.poll() is None, family.log()
+    family.parent.send_signal(signal.SIGTERM)
+    assert family.parent.wait(20) == 0
+    log = family.log()
+    assert log.count("exited with signal SIGKILL") == 6 and "giving up" not in log
+    assert "start-up failure" not in log
+    assert set(killed) <= set(family.exits())
+
+
+@pytest.mark.slow
+def test_a_child_that_ran_healthily_is_restarted_whatever_its_exit(family: Family) -> None:
+    """Ready for longer than stable_after, then an exit with an error of its own
+    (a crash in a handler an hour in): restarted, never counted, even with
+    --max-restarts 0."""
+    family.start(processes=1, mode="late-exit:1", limit=0, stable_after=0.2)
+    wait_until(lambda: len(family.pids()) >= 4, timeout=20, message="not restarted")
+    assert family.parent is not None
+    assert family.parent.poll() is None, family.log()
+    family.parent.send_signal(signal.SIGTERM)
+    assert family.parent.wait(20) in (0, 1)  # a child may be exiting with 1 right then
+    log = family.log()
+    assert "exited with status 1 after" in log and "giving up" not in log
+
+
+@pytest.mark.slow
+def test_children_killed_while_starting_are_restarted_too(family: Family) -> None:
+    """A kill is an outside decision even before the child is ready (it could
+    be a random victim of a kill storm that was still starting): not counted."""
+    family.start(processes=2, mode="unready:1", limit=0)
+    assert family.parent is not None
+    for _ in range(3):
+        victim = wait_until(lambda: len(family.alive()) == 2 and family.alive()[0], timeout=20)
+        os.kill(victim, signal.SIGKILL)
+        wait_until(lambda v=victim: v not in family.alive(), timeout=10)  # type: ignore[misc]
+    wait_until(lambda: len(family.alive()) == 2, timeout=20, message="the pool shrank")
+    assert family.parent.poll() is None, family.log()
+    family.parent.send_signal(signal.SIGTERM)
+    assert family.parent.wait(20) == 0
 
 
 @pytest.mark.parametrize(
     ("field", "value", "error"),
     [
-        ("storm_restarts", -1, "storm_restarts must be an integer >= 0"),
-        ("storm_restarts", 2.5, "storm_restarts must be an integer >= 0"),
-        ("storm_restarts", True, "storm_restarts must be an integer >= 0"),
-        ("storm_window", 0, "storm_window must be a positive finite number"),
-        ("storm_window", float("inf"), "storm_window must be a positive finite number"),
+        ("max_start_failures", -1, "max_start_failures must be an integer >= 0"),
+        ("max_start_failures", 2.5, "max_start_failures must be an integer >= 0"),
+        ("max_start_failures", True, "max_start_failures must be an integer >= 0"),
+        ("failure_window", 0, "failure_window must be a positive finite number"),
+        ("failure_window", float("inf"), "failure_window must be a positive finite number"),
         ("backoff", -0.1, "backoff must be a positive finite number"),
     ],
 )
@@ -208,6 +294,35 @@ def test_children_stop_when_the_supervisor_is_killed(family: Family) -> None:
     family.parent.wait(10)
     wait_until(lambda: family.alive() == [], timeout=10, message="orphans kept running")
     assert all((family.dir / f"{pid}.orphan").exists() for pid in pids)
+
+
+def test_a_child_stopped_while_it_still_starts_is_a_clean_stop(family: Family) -> None:
+    """SIGTERM reaches a child before it could install its handlers: it dies of
+    the signal, but it held no work yet, so the supervisor still exits 0."""
+    family.start(processes=2, mode="importing")
+    pids = wait_until(lambda: len(family.alive()) == 2 and family.alive(), timeout=20)
+    assert family.parent is not None
+    family.parent.send_signal(signal.SIGTERM)
+    assert family.parent.wait(20) == 0, family.log()
+    assert not any(pid_alive(pid) for pid in pids)
+
+
+@pytest.mark.parametrize(
+    "signum", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name
+)
+def test_a_closed_terminal_stops_the_children_gracefully(
+    family: Family, signum: signal.Signals
+) -> None:
+    """SIGHUP (the terminal went away) stops the pool as SIGTERM does: each child
+    gets SIGTERM once (SIGINT stays SIGINT), and the supervisor exits 0."""
+    family.start(processes=2)
+    pids = wait_until(lambda: len(family.alive()) == 2 and family.alive(), timeout=20)
+    assert family.parent is not None
+    family.parent.send_signal(signum)
+    assert family.parent.wait(20) == 0, family.log()
+    forwarded = signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM
+    assert all(family.signals(pid) == [forwarded] for pid in pids)
+    assert family.alive() == []
 
 
 def test_children_do_not_get_the_terminals_ctrl_c_directly(family: Family) -> None:

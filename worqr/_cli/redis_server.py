@@ -1,4 +1,8 @@
-"""`worqr redis`: a throwaway redis-server in the foreground, for local development."""
+"""`worqr redis`: a throwaway redis-server in the foreground, for local development.
+
+SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed) stop the server and
+remove its data directory; if this process is SIGKILLed, the server gets
+SIGTERM from the kernel (Linux: `worqr._parent_death`)."""
 
 from __future__ import annotations
 
@@ -26,7 +30,8 @@ def run_redis(args: argparse.Namespace) -> int:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, on_signal) for sig in stop_signals}
     server = EmbeddedRedis(port=args.port, appendonly=args.appendonly)
     try:
         try:

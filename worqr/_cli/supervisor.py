@@ -5,17 +5,24 @@ crash or be SIGKILLed without touching the others; their peers then fail it and
 take over its tasks, and the supervisor starts a replacement. The supervisor
 never talks to Redis.
 
-- A child that exits while the supervisor is not stopping is restarted after a
-  backoff that doubles while it keeps dying young. At most `storm_restarts`
-  restarts (all children together) are made within any `storm_window` seconds:
-  a child that dies when that many were already made is a restart storm (e.g. a
-  handler module that crashes at import), and everything stops with exit code 1
-  (`worqr worker --max-restarts N --restart-window SECONDS`). A child exiting with `EXIT_USAGE` is a
+- A child says it is *ready* (its worker registered and joined its queues) by
+  writing a byte on a pipe the supervisor gives it (`supervised.report_ready`;
+  the pipe's fd is in ``$WORQR_READY_FD``).
+- A child that exits while the supervisor is not stopping is always restarted,
+  after a backoff, unless it failed at start-up (`restart_policy`: an exit of
+  its own before it was ready, or soon after). Start-up failures are what a
+  crash loop is made of: their backoff doubles while the slot keeps failing,
+  and at most `max_start_failures` of them (all children together) are
+  restarted within any `failure_window` seconds; the next stops everything
+  with exit code 1 and a one-line `reason` (`worqr worker --max-restarts N
+  --restart-window SECONDS`). Killed or healthy children never count: a kill
+  storm cannot turn into an outage. A child exiting with `EXIT_USAGE` is a
   configuration mistake: restarting cannot help, so the supervisor stops.
-- SIGTERM or SIGINT: forwarded to every child (they stop taking work, let their
-  handlers finish within their grace period and return the rest); a second
-  signal is forwarded too (children stop at once, still returning tasks); a
-  third SIGKILLs them. Exit 0 when every child stopped cleanly.
+- SIGTERM, SIGINT or SIGHUP (a closed terminal): forwarded to every child
+  (SIGHUP as SIGTERM; they stop taking work, let their handlers finish within
+  their grace period and return the rest); a second signal is forwarded too
+  (children stop at once, still returning tasks); a third SIGKILLs them. Exit 0
+  when every child stopped cleanly.
 - Children run in their own process group, so a terminal's Ctrl-C reaches only
   the supervisor, which forwards it once. Each child's stdin is a pipe from the
   supervisor: if the supervisor dies (even by SIGKILL) the children see EOF and
@@ -37,46 +44,14 @@ from dataclasses import dataclass
 from types import FrameType
 
 from .base import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from .restart_policy import RestartPolicy
+from .supervised import READY_ENV
+
+__all__ = ["RestartPolicy", "Supervisor"]
 
 logger = logging.getLogger("worqr.supervisor")
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
-@dataclass(frozen=True)
-class RestartPolicy:
-    """When and how often dead children are restarted.
-
-    Attributes:
-        backoff: seconds before the first restart of a child that died young.
-        max_backoff: cap of the doubling backoff.
-        stable_after: a child that lived this long died "old": its backoff resets.
-        storm_restarts: most restarts (all children together) within any
-            `storm_window` seconds; a child that dies when that many restarts were
-            already made stops the supervisor with exit code 1. 0: never restart
-            (the first unexpected exit stops everything).
-        storm_window: seconds over which `storm_restarts` is counted.
-    """
-
-    backoff: float = 0.2
-    max_backoff: float = 10.0
-    stable_after: float = 10.0
-    storm_restarts: int = 10
-    storm_window: float = 60.0
-
-    def __post_init__(self) -> None:
-        for name in ("backoff", "max_backoff", "stable_after", "storm_window"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise TypeError(f"{name} must be a number, not {type(value).__name__}")
-            if not 0 < value < float("inf"):
-                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-        restarts = self.storm_restarts
-        if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
-            raise ValueError(f"storm_restarts must be an integer >= 0, got {restarts!r}")
-
-    def delay(self, young_deaths: int) -> float:
-        return float(min(self.max_backoff, self.backoff * 2 ** max(0, young_deaths - 1)))
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 @dataclass
@@ -84,7 +59,9 @@ class _Slot:
     index: int
     process: subprocess.Popen[bytes] | None = None
     started: float = 0.0
-    young_deaths: int = 0
+    ready_fd: int | None = None  # the read end of the child's readiness pipe
+    ready_at: float | None = None
+    failures: int = 0  # start-up failures in a row
     restart_at: float | None = None
 
 
@@ -93,7 +70,8 @@ class Supervisor:
 
     ``command(index)`` returns the argv of child ``index``; ``env`` its
     environment; ``on_exit(pid)`` is called after each child exits (e.g. to drop
-    its live metrics). `run()` blocks until shutdown and returns the exit code.
+    its live metrics). `run()` blocks until shutdown and returns the exit code;
+    when it gave up on a crash loop, `reason` says why in one line.
     """
 
     def __init__(
@@ -116,10 +94,11 @@ class Supervisor:
         self._slots = [_Slot(i) for i in range(processes)]
         self._signals: collections.deque[int] = collections.deque()
         self._wake = threading.Event()
-        self._restarts: collections.deque[float] = collections.deque()
+        self._failures: collections.deque[float] = collections.deque()
         self._stopping = False
         self._signals_seen = 0
         self._exit_code = EXIT_OK
+        self.reason: str | None = None
 
     # -- public --------------------------------------------------------------
 
@@ -154,6 +133,8 @@ class Supervisor:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            for slot in self._slots:
+                self._close_ready(slot)
         logger.info("all worker processes stopped (exit code %d)", self._exit_code)
         return self._exit_code
 
@@ -163,14 +144,48 @@ class Supervisor:
         self.request_stop(signum)
 
     def _spawn(self, slot: _Slot) -> None:
-        slot.process = subprocess.Popen(
-            list(self._command(slot.index)),
-            stdin=subprocess.PIPE,  # closed when we die: the child's cue to stop
-            env=self._env,
-            process_group=0,  # a terminal's Ctrl-C reaches only the supervisor
-        )
+        reader, writer = os.pipe()  # the child says it is ready on it
+        os.set_blocking(reader, False)
+        env = dict(self._env if self._env is not None else os.environ)
+        env[READY_ENV] = str(writer)
+        try:
+            slot.process = subprocess.Popen(
+                list(self._command(slot.index)),
+                stdin=subprocess.PIPE,  # closed when we die: the child's cue to stop
+                env=env,
+                pass_fds=(writer,),
+                process_group=0,  # a terminal's Ctrl-C reaches only the supervisor
+            )
+        except BaseException:
+            os.close(reader)
+            raise
+        finally:
+            os.close(writer)  # the child's copy is the only writer left
         slot.started = time.monotonic()
+        slot.ready_fd, slot.ready_at = reader, None
         slot.restart_at = None
+
+    def _check_ready(self, slot: _Slot) -> None:
+        """Read the child's readiness byte if it has come (or EOF: it never will)."""
+        if slot.ready_fd is None:
+            return
+        try:
+            said = os.read(slot.ready_fd, 1)
+        except BlockingIOError:
+            return
+        if said and slot.process is not None:
+            slot.ready_at = time.monotonic()
+            logger.debug(
+                "worker process %d is ready (%.1f s after start)",
+                slot.process.pid,
+                slot.ready_at - slot.started,
+            )
+        self._close_ready(slot)
+
+    def _close_ready(self, slot: _Slot) -> None:
+        if slot.ready_fd is not None:
+            os.close(slot.ready_fd)
+            slot.ready_fd = None
 
     def _send(self, process: subprocess.Popen[bytes], signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):  # exited meanwhile: the next reap sees it
@@ -190,15 +205,19 @@ class Supervisor:
                 name = signal.Signals(signum).name
                 how = "gracefully" if self._signals_seen == 1 else "now"
                 logger.info("%s: stopping %d worker processes %s", name, len(live), how)
+                forwarded = signal.SIGTERM if signum == signal.SIGHUP else signum
                 for process in live:
-                    self._send(process, signum)
+                    self._send(process, forwarded)
 
     def _reap_children(self) -> None:
         now = time.monotonic()
         for slot in self._slots:
             process = slot.process
+            self._check_ready(slot)
             if process is None or (code := process.poll()) is None:
                 continue
+            self._check_ready(slot)  # a child may say ready, then die at once
+            self._close_ready(slot)
             slot.process = None
             if process.stdin is not None:
                 process.stdin.close()
@@ -208,7 +227,10 @@ class Supervisor:
                 except Exception:
                     logger.exception("on_exit hook failed for pid %d", process.pid)
             if self._stopping:
-                if code != 0:
+                # A child still starting dies of the stop signal it was sent before
+                # it could handle it: it held no work, so that is a clean stop.
+                unready = slot.ready_at is None and -code in (signal.SIGTERM, signal.SIGINT)
+                if code != 0 and not unready:
                     logger.warning("worker process %d exited with %s", process.pid, _how(code))
                     self._exit_code = max(self._exit_code, EXIT_FAILURE)
                 continue
@@ -222,30 +244,49 @@ class Supervisor:
             self._stop_all(EXIT_USAGE)
             return
         lived = now - slot.started
-        slot.young_deaths = 1 if lived >= self.policy.stable_after else slot.young_deaths + 1
-        while self._restarts and now - self._restarts[0] > self.policy.storm_window:
-            self._restarts.popleft()
-        if len(self._restarts) >= self.policy.storm_restarts:
-            logger.error(
-                "worker process %d exited with %s: %d restarts within the last %g s "
-                "already (the limit, --max-restarts); giving up",
+        ready_for = None if slot.ready_at is None else now - slot.ready_at
+        if not self.policy.start_up_failure(code, ready_for):
+            if ready_for is not None and ready_for >= self.policy.stable_after:
+                slot.failures = 0
+            delay = self.policy.backoff
+            logger.warning(
+                "worker process %d exited with %s after %.1f s; restarting it in %.1f s",
                 pid,
                 _how(code),
-                len(self._restarts),
-                self.policy.storm_window,
+                lived,
+                delay,
             )
-            self._stop_all(EXIT_FAILURE)
-            return
-        self._restarts.append(now)
-        delay = self.policy.delay(slot.young_deaths)
+        else:
+            when = "before it was ready" if slot.ready_at is None else "soon after it was ready"
+            window = self.policy.failure_window
+            while self._failures and now - self._failures[0] > window:
+                self._failures.popleft()
+            if len(self._failures) >= self.policy.max_start_failures:
+                self.reason = (
+                    f"worker processes keep failing at start-up: {len(self._failures) + 1} "
+                    f"within {window:g} s (the limit is {self.policy.max_start_failures}, "
+                    f"--max-restarts); the last, pid {pid}, exited with {_how(code)} {when} "
+                    "(its output above says why); giving up"
+                )
+                logger.error("%s", self.reason)
+                self._stop_all(EXIT_FAILURE)
+                return
+            self._failures.append(now)
+            slot.failures += 1
+            delay = self.policy.delay(slot.failures)
+            logger.warning(
+                "worker process %d exited with %s %s (%.1f s after start); restarting it "
+                "in %.1f s (start-up failure %d of at most %d within %g s)",
+                pid,
+                _how(code),
+                when,
+                lived,
+                delay,
+                len(self._failures),
+                self.policy.max_start_failures,
+                window,
+            )
         slot.restart_at = now + delay
-        logger.warning(
-            "worker process %d exited with %s after %.1f s; restarting it in %.1f s",
-            pid,
-            _how(code),
-            lived,
-            delay,
-        )
 
     def _restart_due(self) -> None:
         if self._stopping:
@@ -282,19 +323,3 @@ def _how(code: int) -> str:
         except ValueError:
             return f"signal {-code}"
     return f"status {code}"
-
-
-def watch_parent(on_orphaned: Callable[[], object]) -> threading.Thread:
-    """In a supervised child: call ``on_orphaned()`` when stdin (the pipe from
-    the supervisor) reaches EOF, i.e. when the supervisor has died."""
-
-    def wait_for_eof() -> None:
-        with contextlib.suppress(OSError):
-            while os.read(0, 4096):
-                pass
-        logger.warning("the supervisor is gone; stopping this worker process")
-        on_orphaned()
-
-    thread = threading.Thread(target=wait_for_eof, name="worqr-parent-watch", daemon=True)
-    thread.start()
-    return thread

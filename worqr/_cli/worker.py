@@ -7,7 +7,9 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +18,9 @@ from .._errors import WorqrError
 from .._runtime.worker import Worker
 from .._settings import with_overrides
 from .base import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliError
-from .supervisor import RestartPolicy, Supervisor, watch_parent
+from .restart_policy import RestartPolicy
+from .supervised import ready_fd, report_ready, watch_parent
+from .supervisor import Supervisor
 
 logger = logging.getLogger("worqr.cli")
 
@@ -151,6 +155,15 @@ def _run_here(worker: Worker, args: argparse.Namespace) -> int:
         install_worker_metrics(worker)
     if args.supervised:
         watch_parent(worker.stop)
+        fd = ready_fd()
+
+        def ready() -> None:  # the supervisor counts deaths before this as start-up failures
+            if worker.wait_started():
+                report_ready(fd)
+
+        threading.Thread(target=ready, name="worqr-ready", daemon=True).start()
+    # A closed terminal (SIGHUP) stops the worker as SIGTERM does: tasks go back.
+    signal.signal(signal.SIGHUP, lambda signum, frame: worker.stop())
     try:
         worker.run()
     except WorqrError as error:
@@ -212,12 +225,17 @@ def _supervise(args: argparse.Namespace) -> int:
         on_exit = lambda pid: mark_dead(pid, directory)  # noqa: E731
     try:
         policy = with_overrides(
-            RestartPolicy(), storm_restarts=args.max_restarts, storm_window=args.restart_window
+            RestartPolicy(),
+            max_start_failures=args.max_restarts,
+            failure_window=args.restart_window,
         )
         supervisor = Supervisor(
             child_command(args), args.processes, env=env, policy=policy, on_exit=on_exit
         )
-        return supervisor.run()
+        code = supervisor.run()
+        if supervisor.reason is not None:
+            raise CliError(supervisor.reason, code)
+        return code
     finally:
         if server is not None:
             server.close()

@@ -14,15 +14,20 @@ from typing import Any, NamedTuple, TypeAlias, TypeVar
 from redis.exceptions import (
     AuthenticationError,
     AuthorizationError,
+    BusyLoadingError,
     ClusterDownError,
     ClusterError,
     NoScriptError,
     RedisClusterException,
+    ResponseError,
     SlotNotCoveredError,
     TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from .._errors import RedisBusyError
+from .server_errors import server_error
 
 # What redis-py's Sentinel connection raises on a READONLY reply from a demoted master.
 DEMOTED = "The previous master is now a slave"
@@ -152,8 +157,13 @@ def refused(error: BaseException) -> bool:
     redis-py's "TTL exhausted" (raised only when MOVED/ASK/TRYAGAIN redirects ran
     out). MOVED and ASK themselves never reach worqr from a cluster client, which
     follows them; a standalone client that meets them talks to a cluster node by
-    mistake, and resending cannot help (see `_retry.final_error`)."""
-    if isinstance(error, NoScriptError | TryAgainError | ClusterDownError):
+    mistake, and resending cannot help (see `_retry.final_error`).
+
+    And on any server: LOADING (it is reading its data after a restart) and BUSY
+    (someone else's script runs past the time limit) refuse every command."""
+    if isinstance(error, NoScriptError | TryAgainError | ClusterDownError | BusyLoadingError):
+        return True
+    if isinstance(error, ResponseError) and isinstance(server_error(error), RedisBusyError):
         return True
     if isinstance(error, SlotNotCoveredError):
         return True

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from redis.exceptions import AskError, NoScriptError, ResponseError
 
-from .._errors import AmbiguousResultError, RedisUnavailableError, WorqrError
+from .._errors import AmbiguousResultError, RedisBusyError, RedisUnavailableError, WorqrError
 from .calls import Call, Pinned, Request, is_connection_error, never_sent, refused
 from .lua import translate
+from .server_errors import server_error
 
 
 def describe(request: Request) -> str:
@@ -39,11 +40,16 @@ def final_error(request: Request, error: BaseException) -> BaseException:
             "it is a Redis Cluster node; connect with cluster=True (--cluster on the "
             "command line)"
         )
+    if isinstance(error, ResponseError) and isinstance(server_error(error), RedisBusyError):
+        return RedisBusyError(
+            f"Redis was busy running another client's script, and refused "
+            f"{describe(request)} until the retry deadline: {server_error(error)}"
+        )
     if refused(error) and not isinstance(error, NoScriptError):
-        # A cluster that kept redirecting (a slot migrating, no node serving it):
-        # nothing was applied.
+        # A cluster that kept redirecting (a slot migrating, no node serving it),
+        # or a server still loading its data: nothing was applied.
         return RedisUnavailableError(
-            f"Redis Cluster did not run {describe(request)}: {type(error).__name__}: {error}"
+            f"Redis did not run {describe(request)}: {type(error).__name__}: {error}"
         )
     if isinstance(error, ResponseError):
         return translate(error)

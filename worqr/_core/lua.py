@@ -18,6 +18,7 @@ from importlib import resources
 from redis.exceptions import ResponseError
 
 from .._errors import LeaseLostError, WorqrError, WrongQueueKindError
+from .server_errors import server_error
 
 INCLUDE = re.compile(r"^--!include (\w+)[ \t]*$", re.MULTILINE)
 
@@ -107,11 +108,12 @@ def digest(name: str) -> str:
 
 
 def translate(error: ResponseError) -> Exception:
-    """The worqr exception for a script's error reply, or the error itself."""
+    """The worqr exception for a script's error reply; for an error Redis itself
+    answered, the class it gets on every server (`server_errors`)."""
     code = str(error).split(" ", 1)[0]
     kind = _ERRORS.get(code)
     if kind is None:
-        return error
+        return server_error(error)
     if kind is WrongQueueKindError:
         return WrongQueueKindError(
             _MESSAGES[code], queue_kind="jobs" if code == "WORQR_JOB_QUEUE" else "tasks"

@@ -4,6 +4,7 @@ It starts an embedded Redis (unless --url), a supervised mesh of worker processe
 running `worqr._demo.handlers`, enqueues jobs and persistent sessions, cancels
 queued and running ones by payload, SIGKILLs one worker process mid-run, and
 accounts for every task at the end. Exit 0 only if every task is accounted for.
+SIGTERM and SIGHUP stop it as Ctrl-C does; its Redis and mesh never outlive it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from redis.exceptions import RedisError
 from .._cli.base import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliError
 from .._clients.sync_client import Worqr
 from .._errors import WorqrError
+from .._parent_death import die_with_parent
 from .._settings import Settings
 from ..embedded import EmbeddedRedis, EmbeddedRedisError, free_port
 from . import handlers
@@ -92,7 +94,12 @@ class Demo:
         ]
         with open(self.log_path, "wb") as log:
             self.mesh = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                preexec_fn=die_with_parent(),  # SIGTERM when the demo dies, even by SIGKILL
             )
 
     def workers(self) -> dict[str, int]:
@@ -257,6 +264,16 @@ def _redis_for(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    interrupt = signal.default_int_handler  # raises KeyboardInterrupt: unwinds as Ctrl-C does
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return _run_demo(args)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
     def out(line: str) -> None:
         print(line, flush=True)
 

@@ -7,6 +7,9 @@ process started, finished or saw the cancellation of each task.
 Each process also appends, once registered, the client settings it runs with as
 JSON to ``<record>:settings``.
 
+``crashing`` is a Worker whose every process dies (status 1) as it registers:
+a crash loop at start.
+
 Tasks of "jobs" are ``quick:<name>`` (finish at once) or ``hold:<name>`` (run
 until the key ``<record>:release`` exists, or until cancelled). Tasks of the
 persistent queue "sessions" run until cancelled.
@@ -28,6 +31,7 @@ RECORD = os.environ.get("CLI_TEST_RECORD", "cli-test")
 worker = worqr.Worker()
 empty = worqr.Worker()  # no handlers: `worqr worker` refuses it
 not_a_worker = 42
+crashing = worqr.Worker()  # every process dies (status 1) as it registers: a crash loop
 
 _client: redis.Redis | None = None
 
@@ -59,6 +63,14 @@ def _registered(event: str, fields: dict[str, Any]) -> None:
 
 
 worker.add_observer(_registered)
+
+
+@crashing.handler("jobs")
+def never(task: str) -> None:  # pragma: no cover - its process dies first
+    raise AssertionError("a crashing worker ran a task")
+
+
+crashing.add_observer(lambda event, fields: os._exit(1) if event == "registered" else None)
 
 
 @worker.handler("jobs")
