@@ -3,6 +3,7 @@
     python -m benchmarks.compare               # full run (about 40 minutes on 2 cores)
     python -m benchmarks.compare --quick       # tiny N, one repetition
     python -m benchmarks.compare --systems worqr,huey --workloads drain,latency
+    python -m benchmarks.compare --workloads drain --handler io   # handlers do 1 INCR each
 
 Starts its own redis-server, runs every workload for every installed system
 (alternating systems within each repetition), prints Markdown tables, and
@@ -29,6 +30,7 @@ from worqr.embedded import EmbeddedRedis, find_redis_server
 from . import report
 from .adapters import SYSTEMS, installed, load
 from .harness import machine_info, python
+from .record import HANDLERS
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -67,6 +69,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--render", type=Path, metavar="JSON", help="render a saved run again, run nothing"
     )
     parser.add_argument("--reps", type=int, help="repetitions (default 3, quick 1)")
+    parser.add_argument(
+        "--handler",
+        choices=HANDLERS,
+        default="noop",
+        help="the handler body of every system: noop (record the start) or io "
+        "(one Redis round trip of its own, an INCR, then record)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="results directory")
     parser.add_argument(
         "--docs-chart",
@@ -168,8 +177,9 @@ def _write(args: argparse.Namespace, document: dict[str, Any], lines: list[str])
     chart = args.out / "latest.png"
     systems = document["systems"]
     machine = document["machine"]
+    handler = "no-op" if document.get("handler", "noop") == "noop" else "one-INCR"
     title = (
-        f"worqr vs peers, no-op tasks, W=2 worker processes - {machine['cpu']}, "
+        f"worqr vs peers, {handler} tasks, W=2 worker processes - {machine['cpu']}, "
         f"{machine['cores']} cores, Redis {machine['redis_server']}"
         + (" (--quick)" if args.quick else "")
     )
@@ -205,7 +215,8 @@ def render(document: dict[str, Any]) -> list[str]:
         f"load average at start {_load(machine.get('load_average_at_start'))}, "
         f"at end {_load(machine.get('load_average_at_end'))}",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in document["versions"].items()),
-        f"Repetitions: {document['reps']} (medians){' --quick' if document['quick'] else ''}",
+        f"Repetitions: {document['reps']} (medians){' --quick' if document['quick'] else ''}; "
+        f"handler: {document.get('handler', 'noop')}",
         "",
         "Throughput and latency:",
         "",
@@ -219,6 +230,18 @@ def render(document: dict[str, Any]) -> list[str]:
         "",
         *report.ratio_table(summary, systems, report.THROUGHPUT[:5] + report.COSTS[:4]),
     ]
+    if "worqr-jobs" in systems:
+        lines += [
+            "",
+            "Ratios, worqr-jobs (> 1: worqr-jobs better):",
+            "",
+            *report.ratio_table(
+                summary,
+                systems,
+                report.THROUGHPUT[:5] + report.COSTS[:4] + report.COSTS[5:7],
+                base="worqr-jobs",
+            ),
+        ]
     models = document.get("models", {})
     if models:
         lines += [
@@ -241,6 +264,12 @@ def render(document: dict[str, Any]) -> list[str]:
         for goal, measured, met in goals:
             mark = {True: "met", False: "MISSED", None: "n/a"}[met]
             lines.append(f"- [{mark}] {goal}: {measured}")
+    jobs = report.job_targets(summary, systems)
+    if jobs:
+        lines += ["", "Targets (issue 15, jobs):", ""]
+        for goal, measured, met in jobs:
+            mark = {True: "met", False: "MISSED", None: "n/a"}[met]
+            lines.append(f"- [{mark}] {goal}: {measured}")
     errors = [
         (w, s, e) for w, by in summary.items() for s, m in by.items() for e in m.get("errors", [])
     ]
@@ -261,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not installed (pip install -e '.[bench]'): {', '.join(missing)}")
     reps = args.reps or (1 if args.quick else 3)
     started = datetime.datetime.now().isoformat(timespec="seconds")
+    os.environ["BENCH_HANDLER"] = args.handler  # runners and their workers inherit it
     with EmbeddedRedis() as server:
         os.environ["BENCH_REDIS_URL"] = server.url  # adapters' module-level apps
         adapters = {name: load(name) for name in systems}
@@ -269,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             "argv": sys.argv,
             "quick": args.quick,
             "reps": reps,
+            "handler": args.handler,
             "workers": 2,
             "systems": systems,
             "workloads": workloads,
@@ -296,6 +327,7 @@ def finish(args: argparse.Namespace, document: dict[str, Any]) -> int:
     document["summary"] = report.summarise(document["runs"])
     lines = render(document)
     document["targets"] = report.targets(document["summary"], document["systems"])
+    document["job_targets"] = report.job_targets(document["summary"], document["systems"])
     print("\n" + "\n".join(lines))
     _write(args, document, lines)
     return 0
