@@ -66,7 +66,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated")
     parser.add_argument(
-        "--render", type=Path, metavar="JSON", help="render a saved run again, run nothing"
+        "--render",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="render saved runs again, run nothing; several runs (of the same handler) "
+        "render as one, each part's command and load averages listed",
     )
     parser.add_argument("--reps", type=int, help="repetitions (default 3, quick 1)")
     parser.add_argument(
@@ -106,6 +111,7 @@ def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]
     if quick:
         command.append("--quick")
     started = time.monotonic()
+    load_before = os.getloadavg()
     process = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -132,6 +138,7 @@ def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]
         "system": system,
         "workload": workload,
         "seconds": time.monotonic() - started,
+        "load": [load_before[0], os.getloadavg()[0]],  # 1-minute, before and after
         **outcome,
     }
 
@@ -146,8 +153,10 @@ def _progress(run: dict[str, Any], rep: int) -> None:
         brief = ", ".join(f"{k}={v:g}" for k, v in list(shown.items())[:6])
     else:
         brief = "FAILED: " + run["error"][:300]
+    load = "load {:.2f}->{:.2f}".format(*run["load"])
     print(
-        f"  [{run['workload']} #{rep + 1}] {run['system']:<15} {run['seconds']:5.1f}s  {brief}",
+        f"  [{run['workload']} #{rep + 1}] {run['system']:<15} {run['seconds']:5.1f}s "
+        f"{load}  {brief}",
         flush=True,
     )
 
@@ -217,6 +226,13 @@ def render(document: dict[str, Any]) -> list[str]:
         "Versions: " + ", ".join(f"{k} {v}" for k, v in document["versions"].items()),
         f"Repetitions: {document['reps']} (medians){' --quick' if document['quick'] else ''}; "
         f"handler: {document.get('handler', 'noop')}",
+        *(
+            f"Part {i + 1}: {part['started']} to {part['finished']}, load average "
+            f"{_load(part['load_average_at_start'])} at start, "
+            f"{_load(part['load_average_at_end'])} at end: "
+            + " ".join(str(arg) for arg in (part["argv"] or [])[1:])
+            for i, part in enumerate(document.get("parts", []))
+        ),
         "",
         "Throughput and latency:",
         "",
@@ -258,6 +274,20 @@ def render(document: dict[str, Any]) -> list[str]:
         if entry:
             lines += ["", f"{workload}:", ""]
             lines += [f"- {k}: {_number(v)}" for k, v in entry.items() if k != "reps"]
+    loads = [(max(run["load"]), run) for run in document.get("runs", []) if run.get("load")]
+    if loads:
+        lines += ["", "1-minute load average around each run (max of before/after):", ""]
+        for workload in dict.fromkeys(run["workload"] for _, run in loads):
+            mine = sorted(
+                (load, run["system"], run["rep"])
+                for load, run in loads
+                if run["workload"] == workload
+            )
+            top = mine[-1]
+            lines.append(
+                f"- {workload}: median {mine[len(mine) // 2][0]:.2f}, "
+                f"max {top[0]:.2f} ({top[1]} #{top[2] + 1})"
+            )
     goals = report.targets(summary, systems)
     if goals:
         lines += ["", "Targets (issue 6):", ""]
@@ -280,8 +310,8 @@ def render(document: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.render is not None:  # tables and chart again, from a saved run
-        return finish(args, json.loads(args.render.read_text()))
+    if args.render is not None:  # tables and chart again, from saved runs
+        return finish(args, merge([json.loads(path.read_text()) for path in args.render]))
     wanted = _names(args.systems, list(SYSTEMS), "systems")
     workloads = _names(args.workloads, WORKLOADS, "workloads")
     systems = [name for name in wanted if installed(name)]
@@ -320,6 +350,42 @@ def main(argv: list[str] | None = None) -> int:
     document["machine"]["load_average_at_end"] = os.getloadavg()
     document["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
     return finish(args, document)
+
+
+def merge(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several saved runs as one document: their runs together, systems and
+    workloads in first-seen order, and a part per run (command, times, load)."""
+    if len(documents) == 1:
+        return documents[0]
+    handlers = {document.get("handler", "noop") for document in documents}
+    if len(handlers) > 1:
+        raise SystemExit(f"runs of different handlers do not merge: {sorted(handlers)}")
+    first, last = documents[0], documents[-1]
+    merged = {**first, "runs": [], "systems": [], "workloads": [], "models": {}, "versions": {}}
+    merged["parts"] = []
+    for document in documents:
+        merged["runs"] += document["runs"]
+        for key in ("systems", "workloads"):
+            merged[key] += [n for n in document[key] if n not in merged[key]]
+        merged["models"].update(document.get("models", {}))
+        merged["versions"].update(document.get("versions", {}))
+        machine = document["machine"]
+        merged["parts"].append(
+            {
+                "argv": document.get("argv"),
+                "started": document.get("started"),
+                "finished": document.get("finished"),
+                "load_average_at_start": machine.get("load_average_at_start"),
+                "load_average_at_end": machine.get("load_average_at_end"),
+            }
+        )
+    merged["machine"] = {
+        **first["machine"],
+        "load_average_at_end": last["machine"].get("load_average_at_end"),
+    }
+    merged["reps"] = max(document["reps"] for document in documents)
+    merged["finished"] = last.get("finished")
+    return merged
 
 
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> int:
