@@ -29,7 +29,7 @@ from worqr.embedded import EmbeddedRedis, find_redis_server
 
 from . import report
 from .adapters import SYSTEMS, installed, load
-from .harness import machine_info, python
+from .harness import TICKS, cpu_seconds, descendants, machine_info, python
 from .record import HANDLERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,6 +91,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _cpu_now() -> tuple[float, float, float, float]:
+    """(wall, busy CPU seconds of the whole machine, its steal seconds, CPU seconds
+    of this process's tree: the harness, its Redis, runners and workers, including
+    reaped children)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    busy = (user + nice + system + irq + softirq + steal) / TICKS
+    return time.monotonic(), busy, steal / TICKS, cpu_seconds(descendants(os.getpid()))
+
+
+def others_cpu(before: tuple[float, ...], after: tuple[float, ...]) -> tuple[float, float]:
+    """Cores busy outside the benchmark's own processes between two `_cpu_now`
+    readings (other engineers' test suites: the noise), and cores stolen by the
+    hypervisor."""
+    wall = max(1e-9, after[0] - before[0])
+    mine = after[3] - before[3]
+    return max(0.0, (after[1] - before[1]) - mine) / wall, (after[2] - before[2]) / wall
+
+
 def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]:
     """One runner process; its own alarm fires first, SIGTERM/SIGKILL are backstops."""
     bound = BOUNDS[workload][1 if quick else 0]
@@ -112,6 +131,7 @@ def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]
         command.append("--quick")
     started = time.monotonic()
     load_before = os.getloadavg()
+    cpu_before = _cpu_now()
     process = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -124,6 +144,7 @@ def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]
         except subprocess.TimeoutExpired:
             process.kill()
             out, err = process.communicate()
+    others, steal = others_cpu(cpu_before, _cpu_now())
     lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
     outcome = (
         json.loads(lines[-1][7:])
@@ -139,6 +160,8 @@ def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]
         "workload": workload,
         "seconds": time.monotonic() - started,
         "load": [load_before[0], os.getloadavg()[0]],  # 1-minute, before and after
+        "others_cores": others,
+        "steal_cores": steal,
         **outcome,
     }
 
@@ -153,7 +176,7 @@ def _progress(run: dict[str, Any], rep: int) -> None:
         brief = ", ".join(f"{k}={v:g}" for k, v in list(shown.items())[:6])
     else:
         brief = "FAILED: " + run["error"][:300]
-    load = "load {:.2f}->{:.2f}".format(*run["load"])
+    load = "load {:.2f}->{:.2f} others {:.2f}".format(*run["load"], run["others_cores"])
     print(
         f"  [{run['workload']} #{rep + 1}] {run['system']:<15} {run['seconds']:5.1f}s "
         f"{load}  {brief}",
@@ -274,19 +297,26 @@ def render(document: dict[str, Any]) -> list[str]:
         if entry:
             lines += ["", f"{workload}:", ""]
             lines += [f"- {k}: {_number(v)}" for k, v in entry.items() if k != "reps"]
-    loads = [(max(run["load"]), run) for run in document.get("runs", []) if run.get("load")]
+    loads = [run for run in document.get("runs", []) if "others_cores" in run]
     if loads:
-        lines += ["", "1-minute load average around each run (max of before/after):", ""]
-        for workload in dict.fromkeys(run["workload"] for _, run in loads):
+        lines += [
+            "",
+            "Other processes' CPU during each run (cores busy outside the benchmark's own "
+            f"process tree, of {machine['cores']}), and the 1-minute load average (which "
+            "counts the benchmark's own workers and Redis too):",
+            "",
+        ]
+        for workload in dict.fromkeys(run["workload"] for run in loads):
             mine = sorted(
-                (load, run["system"], run["rep"])
-                for load, run in loads
+                (run["others_cores"], max(run["load"]), run["system"], run["rep"])
+                for run in loads
                 if run["workload"] == workload
             )
             top = mine[-1]
             lines.append(
-                f"- {workload}: median {mine[len(mine) // 2][0]:.2f}, "
-                f"max {top[0]:.2f} ({top[1]} #{top[2] + 1})"
+                f"- {workload}: others median {mine[len(mine) // 2][0]:.2f} cores, "
+                f"max {top[0]:.2f} ({top[2]} #{top[3] + 1}); load max "
+                f"{max(m[1] for m in mine):.2f}"
             )
     goals = report.targets(summary, systems)
     if goals:
