@@ -91,23 +91,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _cpu_now() -> tuple[float, float, float, float]:
-    """(wall, busy CPU seconds of the whole machine, its steal seconds, CPU seconds
-    of this process's tree: the harness, its Redis, runners and workers, including
-    reaped children)."""
+def _cpu_now() -> tuple[float, float, float, float, float]:
+    """(wall, busy CPU seconds of the whole machine outside interrupts, its steal
+    seconds, its interrupt seconds (loopback traffic is handled in softirq,
+    charged to no process), CPU seconds of this process's tree: the harness, its
+    Redis, runners and workers, including reaped children)."""
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
-    busy = (user + nice + system + irq + softirq + steal) / TICKS
-    return time.monotonic(), busy, steal / TICKS, cpu_seconds(descendants(os.getpid()))
+    busy = (user + nice + system + steal) / TICKS
+    mine = cpu_seconds(descendants(os.getpid()))
+    return time.monotonic(), busy, steal / TICKS, (irq + softirq) / TICKS, mine
 
 
-def others_cpu(before: tuple[float, ...], after: tuple[float, ...]) -> tuple[float, float]:
+def others_cpu(before: tuple[float, ...], after: tuple[float, ...]) -> dict[str, float]:
     """Cores busy outside the benchmark's own processes between two `_cpu_now`
-    readings (other engineers' test suites: the noise), and cores stolen by the
-    hypervisor."""
+    readings (other engineers' test suites: the noise; interrupts excluded), and
+    cores stolen by the hypervisor or spent in interrupts."""
     wall = max(1e-9, after[0] - before[0])
-    mine = after[3] - before[3]
-    return max(0.0, (after[1] - before[1]) - mine) / wall, (after[2] - before[2]) / wall
+    mine = after[4] - before[4]
+    return {
+        "others_cores": max(0.0, (after[1] - before[1]) - mine) / wall,
+        "steal_cores": (after[2] - before[2]) / wall,
+        "irq_cores": (after[3] - before[3]) / wall,
+    }
 
 
 def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]:
@@ -144,7 +150,7 @@ def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]
         except subprocess.TimeoutExpired:
             process.kill()
             out, err = process.communicate()
-    others, steal = others_cpu(cpu_before, _cpu_now())
+    noise = others_cpu(cpu_before, _cpu_now())
     lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
     outcome = (
         json.loads(lines[-1][7:])
@@ -160,8 +166,7 @@ def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]
         "workload": workload,
         "seconds": time.monotonic() - started,
         "load": [load_before[0], os.getloadavg()[0]],  # 1-minute, before and after
-        "others_cores": others,
-        "steal_cores": steal,
+        **noise,
         **outcome,
     }
 
