@@ -3,6 +3,7 @@
     python -m benchmarks.compare               # full run (about 40 minutes on 2 cores)
     python -m benchmarks.compare --quick       # tiny N, one repetition
     python -m benchmarks.compare --systems worqr,huey --workloads drain,latency
+    python -m benchmarks.compare --workloads drain --handler io   # handlers do 1 INCR each
 
 Starts its own redis-server, runs every workload for every installed system
 (alternating systems within each repetition), prints Markdown tables, and
@@ -28,7 +29,8 @@ from worqr.embedded import EmbeddedRedis, find_redis_server
 
 from . import report
 from .adapters import SYSTEMS, installed, load
-from .harness import machine_info, python
+from .harness import TICKS, cpu_seconds, descendants, machine_info, python
+from .record import HANDLERS
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -64,9 +66,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated")
     parser.add_argument(
-        "--render", type=Path, metavar="JSON", help="render a saved run again, run nothing"
+        "--render",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="render saved runs again, run nothing; several runs (of the same handler) "
+        "render as one, each part's command and load averages listed",
     )
     parser.add_argument("--reps", type=int, help="repetitions (default 3, quick 1)")
+    parser.add_argument(
+        "--handler",
+        choices=HANDLERS,
+        default="noop",
+        help="the handler body of every system: noop (record the start) or io "
+        "(one Redis round trip of its own, an INCR, then record)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="results directory")
     parser.add_argument(
         "--docs-chart",
@@ -75,6 +89,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="also copy the chart here (e.g. docs/benchmarks.png)",
     )
     return parser.parse_args(argv)
+
+
+def _cpu_now() -> tuple[float, float, float, float, float]:
+    """(wall, busy CPU seconds of the whole machine outside interrupts, its steal
+    seconds, its interrupt seconds (loopback traffic is handled in softirq,
+    charged to no process), CPU seconds of this process's tree: the harness, its
+    Redis, runners and workers, including reaped children)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    busy = (user + nice + system + steal) / TICKS
+    mine = cpu_seconds(descendants(os.getpid()))
+    return time.monotonic(), busy, steal / TICKS, (irq + softirq) / TICKS, mine
+
+
+def others_cpu(before: tuple[float, ...], after: tuple[float, ...]) -> dict[str, float]:
+    """Cores busy outside the benchmark's own processes between two `_cpu_now`
+    readings (other engineers' test suites: the noise; interrupts excluded), and
+    cores stolen by the hypervisor or spent in interrupts."""
+    wall = max(1e-9, after[0] - before[0])
+    mine = after[4] - before[4]
+    return {
+        "others_cores": max(0.0, (after[1] - before[1]) - mine) / wall,
+        "steal_cores": (after[2] - before[2]) / wall,
+        "irq_cores": (after[3] - before[3]) / wall,
+    }
 
 
 def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]:
@@ -97,6 +136,8 @@ def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]
     if quick:
         command.append("--quick")
     started = time.monotonic()
+    load_before = os.getloadavg()
+    cpu_before = _cpu_now()
     process = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -109,6 +150,7 @@ def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]
         except subprocess.TimeoutExpired:
             process.kill()
             out, err = process.communicate()
+    noise = others_cpu(cpu_before, _cpu_now())
     lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
     outcome = (
         json.loads(lines[-1][7:])
@@ -123,6 +165,8 @@ def run_one(system: str, workload: str, url: str, quick: bool) -> dict[str, Any]
         "system": system,
         "workload": workload,
         "seconds": time.monotonic() - started,
+        "load": [load_before[0], os.getloadavg()[0]],  # 1-minute, before and after
+        **noise,
         **outcome,
     }
 
@@ -137,8 +181,10 @@ def _progress(run: dict[str, Any], rep: int) -> None:
         brief = ", ".join(f"{k}={v:g}" for k, v in list(shown.items())[:6])
     else:
         brief = "FAILED: " + run["error"][:300]
+    load = "load {:.2f}->{:.2f} others {:.2f}".format(*run["load"], run["others_cores"])
     print(
-        f"  [{run['workload']} #{rep + 1}] {run['system']:<15} {run['seconds']:5.1f}s  {brief}",
+        f"  [{run['workload']} #{rep + 1}] {run['system']:<15} {run['seconds']:5.1f}s "
+        f"{load}  {brief}",
         flush=True,
     )
 
@@ -168,8 +214,9 @@ def _write(args: argparse.Namespace, document: dict[str, Any], lines: list[str])
     chart = args.out / "latest.png"
     systems = document["systems"]
     machine = document["machine"]
+    handler = "no-op" if document.get("handler", "noop") == "noop" else "one-INCR"
     title = (
-        f"worqr vs peers, no-op tasks, W=2 worker processes - {machine['cpu']}, "
+        f"worqr vs peers, {handler} tasks, W=2 worker processes - {machine['cpu']}, "
         f"{machine['cores']} cores, Redis {machine['redis_server']}"
         + (" (--quick)" if args.quick else "")
     )
@@ -205,7 +252,15 @@ def render(document: dict[str, Any]) -> list[str]:
         f"load average at start {_load(machine.get('load_average_at_start'))}, "
         f"at end {_load(machine.get('load_average_at_end'))}",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in document["versions"].items()),
-        f"Repetitions: {document['reps']} (medians){' --quick' if document['quick'] else ''}",
+        f"Repetitions: {document['reps']} (medians){' --quick' if document['quick'] else ''}; "
+        f"handler: {document.get('handler', 'noop')}",
+        *(
+            f"Part {i + 1}: {part['started']} to {part['finished']}, load average "
+            f"{_load(part['load_average_at_start'])} at start, "
+            f"{_load(part['load_average_at_end'])} at end: "
+            + " ".join(str(arg) for arg in (part["argv"] or [])[1:])
+            for i, part in enumerate(document.get("parts", []))
+        ),
         "",
         "Throughput and latency:",
         "",
@@ -219,6 +274,18 @@ def render(document: dict[str, Any]) -> list[str]:
         "",
         *report.ratio_table(summary, systems, report.THROUGHPUT[:5] + report.COSTS[:4]),
     ]
+    if "worqr-jobs" in systems:
+        lines += [
+            "",
+            "Ratios, worqr-jobs (> 1: worqr-jobs better):",
+            "",
+            *report.ratio_table(
+                summary,
+                systems,
+                report.THROUGHPUT[:5] + report.COSTS[:4] + report.COSTS[5:7],
+                base="worqr-jobs",
+            ),
+        ]
     models = document.get("models", {})
     if models:
         lines += [
@@ -235,10 +302,37 @@ def render(document: dict[str, Any]) -> list[str]:
         if entry:
             lines += ["", f"{workload}:", ""]
             lines += [f"- {k}: {_number(v)}" for k, v in entry.items() if k != "reps"]
+    loads = [run for run in document.get("runs", []) if "others_cores" in run]
+    if loads:
+        lines += [
+            "",
+            "Other processes' CPU during each run (cores busy outside the benchmark's own "
+            f"process tree, of {machine['cores']}), and the 1-minute load average (which "
+            "counts the benchmark's own workers and Redis too):",
+            "",
+        ]
+        for workload in dict.fromkeys(run["workload"] for run in loads):
+            mine = sorted(
+                (run["others_cores"], max(run["load"]), run["system"], run["rep"])
+                for run in loads
+                if run["workload"] == workload
+            )
+            top = mine[-1]
+            lines.append(
+                f"- {workload}: others median {mine[len(mine) // 2][0]:.2f} cores, "
+                f"max {top[0]:.2f} ({top[2]} #{top[3] + 1}); load max "
+                f"{max(m[1] for m in mine):.2f}"
+            )
     goals = report.targets(summary, systems)
     if goals:
         lines += ["", "Targets (issue 6):", ""]
         for goal, measured, met in goals:
+            mark = {True: "met", False: "MISSED", None: "n/a"}[met]
+            lines.append(f"- [{mark}] {goal}: {measured}")
+    jobs = report.job_targets(summary, systems)
+    if jobs:
+        lines += ["", "Targets (issue 15, jobs):", ""]
+        for goal, measured, met in jobs:
             mark = {True: "met", False: "MISSED", None: "n/a"}[met]
             lines.append(f"- [{mark}] {goal}: {measured}")
     errors = [
@@ -251,8 +345,8 @@ def render(document: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.render is not None:  # tables and chart again, from a saved run
-        return finish(args, json.loads(args.render.read_text()))
+    if args.render is not None:  # tables and chart again, from saved runs
+        return finish(args, merge([json.loads(path.read_text()) for path in args.render]))
     wanted = _names(args.systems, list(SYSTEMS), "systems")
     workloads = _names(args.workloads, WORKLOADS, "workloads")
     systems = [name for name in wanted if installed(name)]
@@ -261,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not installed (pip install -e '.[bench]'): {', '.join(missing)}")
     reps = args.reps or (1 if args.quick else 3)
     started = datetime.datetime.now().isoformat(timespec="seconds")
+    os.environ["BENCH_HANDLER"] = args.handler  # runners and their workers inherit it
     with EmbeddedRedis() as server:
         os.environ["BENCH_REDIS_URL"] = server.url  # adapters' module-level apps
         adapters = {name: load(name) for name in systems}
@@ -269,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
             "argv": sys.argv,
             "quick": args.quick,
             "reps": reps,
+            "handler": args.handler,
             "workers": 2,
             "systems": systems,
             "workloads": workloads,
@@ -291,11 +387,48 @@ def main(argv: list[str] | None = None) -> int:
     return finish(args, document)
 
 
+def merge(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several saved runs as one document: their runs together, systems and
+    workloads in first-seen order, and a part per run (command, times, load)."""
+    if len(documents) == 1:
+        return documents[0]
+    handlers = {document.get("handler", "noop") for document in documents}
+    if len(handlers) > 1:
+        raise SystemExit(f"runs of different handlers do not merge: {sorted(handlers)}")
+    first, last = documents[0], documents[-1]
+    merged = {**first, "runs": [], "systems": [], "workloads": [], "models": {}, "versions": {}}
+    merged["parts"] = []
+    for document in documents:
+        merged["runs"] += document["runs"]
+        for key in ("systems", "workloads"):
+            merged[key] += [n for n in document[key] if n not in merged[key]]
+        merged["models"].update(document.get("models", {}))
+        merged["versions"].update(document.get("versions", {}))
+        machine = document["machine"]
+        merged["parts"].append(
+            {
+                "argv": document.get("argv"),
+                "started": document.get("started"),
+                "finished": document.get("finished"),
+                "load_average_at_start": machine.get("load_average_at_start"),
+                "load_average_at_end": machine.get("load_average_at_end"),
+            }
+        )
+    merged["machine"] = {
+        **first["machine"],
+        "load_average_at_end": last["machine"].get("load_average_at_end"),
+    }
+    merged["reps"] = max(document["reps"] for document in documents)
+    merged["finished"] = last.get("finished")
+    return merged
+
+
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> int:
     """Summarise the runs, print the tables, write JSON, Markdown and the chart."""
     document["summary"] = report.summarise(document["runs"])
     lines = render(document)
     document["targets"] = report.targets(document["summary"], document["systems"])
+    document["job_targets"] = report.job_targets(document["summary"], document["systems"])
     print("\n" + "\n".join(lines))
     _write(args, document, lines)
     return 0

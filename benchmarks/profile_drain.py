@@ -1,6 +1,7 @@
 """Where a worqr worker's time goes while it drains a queue.
 
     python -m benchmarks.profile_drain [--tasks 30000] [--workers 2] [--rate 250]
+    python -m benchmarks.profile_drain --handler jobs      # @worker.job handlers, submit_many
 
 Starts its own redis-server, queues N no-op tasks, runs the benchmark's worqr
 workers under ``py-spy record`` (non-blocking sampling), and prints per-task
@@ -23,7 +24,12 @@ from pathlib import Path
 
 from worqr.embedded import EmbeddedRedis
 
-from .adapters.worqr_bench import WorqrAdapter, WorqrAsyncAdapter
+from .adapters.worqr_bench import (
+    WorqrAdapter,
+    WorqrAsyncAdapter,
+    WorqrJobsAdapter,
+    WorqrJobsAsyncAdapter,
+)
 from .harness import Probe, Records, Workers, cpu_seconds, descendants, python
 from .record import index_arg
 from .workloads import ROOT
@@ -80,7 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=25)
-    parser.add_argument("--handler", choices=("sync", "async", "raw"), default="sync")
+    parser.add_argument(
+        "--handler",
+        choices=("sync", "async", "raw", "jobs", "jobs-async"),
+        default="sync",
+        help="task handlers (sync, async, raw client loop) or job handlers (@worker.job)",
+    )
     parser.add_argument(
         "--wall",
         action="store_true",
@@ -91,12 +102,16 @@ def main(argv: list[str] | None = None) -> int:
     spy = shutil.which("py-spy") or str(Path(python()).with_name("py-spy"))
     workdir = Path(tempfile.mkdtemp(prefix="worqr-profile-"))
     records = Records(workdir / "records")
-    adapter = WorqrAsyncAdapter() if args.handler == "async" else WorqrAdapter()
+    adapter = {
+        "async": WorqrAsyncAdapter,
+        "jobs": WorqrJobsAdapter,
+        "jobs-async": WorqrJobsAsyncAdapter,
+    }.get(args.handler, WorqrAdapter)()
     adapter.mode = "raw" if args.handler == "raw" else adapter.mode
     mode = adapter.model
     with EmbeddedRedis() as server:
         probe = Probe(server.url)
-        producer = WorqrAdapter().producer(server.url)
+        producer = adapter.producer(server.url)
         producer.enqueue_bulk([index_arg(i) for i in range(args.tasks)])
         producer.close()
         env = dict(os.environ, BENCH_REDIS_URL=server.url, PYTHONPATH=str(ROOT))

@@ -13,7 +13,14 @@ from .harness import median
 
 Summary = dict[str, dict[str, dict[str, Any]]]  # workload -> system -> metric -> median
 US = "\N{MICRO SIGN}s"
-COLOURS = {"worqr": "#d62728", "worqr-async": "#f08080"}
+COLOURS = {
+    "worqr": "#d62728",
+    "worqr-async": "#f08080",
+    "worqr-jobs": "#1f77b4",
+    "worqr-jobs-async": "#6baed6",
+}
+OURS = ("worqr", "worqr-async", "worqr-jobs", "worqr-jobs-async")
+NOT_PEERS = (*OURS, "raw-list")
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,7 @@ COSTS = (
     Column("cost", "worker_cpu_us", f"worker {US}", False),
     Column("cost", "producer_cpu_us", f"producer {US}", False),
     Column("memory", "bytes_per_task", "bytes/task", False),
+    Column("memory", "retained_bytes_per_task", "retained bytes/task", False),
     Column("recovery", "seconds", "recovery s", False, 1),
 )
 
@@ -97,17 +105,19 @@ def table(summary: Summary, systems: Sequence[str], columns: Sequence[Column]) -
     return ["| " + " | ".join(row) + " |" for row in rows]
 
 
-def ratio_table(summary: Summary, systems: Sequence[str], columns: Sequence[Column]) -> list[str]:
-    """worqr / peer for each figure; > 1 means worqr is better in that column
-    (for "lower is better" columns the ratio is peer / worqr)."""
-    header = ["worqr vs", *(c.label for c in columns)]
+def ratio_table(
+    summary: Summary, systems: Sequence[str], columns: Sequence[Column], base: str = "worqr"
+) -> list[str]:
+    """``base`` / peer for each figure; > 1 means ``base`` is better in that column
+    (for "lower is better" columns the ratio is peer / ``base``)."""
+    header = [f"{base} vs", *(c.label for c in columns)]
     rows = [header, ["---", *("---:" for _ in columns)]]
     for system in systems:
-        if system == "worqr":
+        if system == base:
             continue
         cells = [system]
         for column in columns:
-            ours, theirs = value(summary, column, "worqr"), value(summary, column, system)
+            ours, theirs = value(summary, column, base), value(summary, column, system)
             if ours is None or theirs is None or ours <= 0 or theirs <= 0:
                 cells.append("-")
                 continue
@@ -125,7 +135,7 @@ def targets(summary: Summary, systems: Sequence[str]) -> list[tuple[str, str, bo
         return float(found) if isinstance(found, int | float) else None
 
     found: list[tuple[str, str, bool | None]] = []
-    peers = [s for s in systems if s not in ("worqr", "worqr-async", "raw-list")]
+    peers = [s for s in systems if s not in NOT_PEERS]
     drain = get("drain", "worqr", "rate")
     best = max(((get("drain", p, "rate") or 0.0, p) for p in peers), default=(0.0, ""))
     if drain is not None and best[0] > 0:
@@ -214,6 +224,41 @@ def targets(summary: Summary, systems: Sequence[str]) -> list[tuple[str, str, bo
     return found
 
 
+def job_targets(summary: Summary, systems: Sequence[str]) -> list[tuple[str, str, bool | None]]:
+    """The job layer's drain targets (issue 15), for the sync and the async
+    handler each: job drain >= 50% of task drain with the same handler kind, and
+    >= 2x the fastest peer's drain (the peers' tasks are their job APIs)."""
+
+    def rate(system: str) -> float | None:
+        found = summary.get("drain", {}).get(system, {}).get("rate")
+        return float(found) if isinstance(found, int | float) else None
+
+    found: list[tuple[str, str, bool | None]] = []
+    peers = [s for s in systems if s not in NOT_PEERS]
+    best = max(((rate(p) or 0.0, p) for p in peers), default=(0.0, ""))
+    for jobs, tasks in (("worqr-jobs", "worqr"), ("worqr-jobs-async", "worqr-async")):
+        ours, theirs = rate(jobs), rate(tasks)
+        if ours is None:
+            continue
+        if theirs:
+            found.append(
+                (
+                    f"{jobs} drain >= 50% of {tasks} (task) drain",
+                    f"{ours:,.0f}/s vs {theirs:,.0f}/s = {ours / theirs:.0%}",
+                    ours >= 0.5 * theirs,
+                )
+            )
+        if best[0] > 0:
+            found.append(
+                (
+                    f"{jobs} drain >= 2x the fastest peer's",
+                    f"{ours:,.0f}/s vs {best[1]} {best[0]:,.0f}/s = {ours / best[0]:.2f}x",
+                    ours >= 2 * best[0],
+                )
+            )
+    return found
+
+
 def _recovery_bars(summary: Summary, systems: Sequence[str]) -> list[tuple[str, float, str]]:
     bars = []
     for system in systems:
@@ -233,7 +278,7 @@ def chart(summary: Summary, systems: Sequence[str], path: Path, title: str) -> N
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [*THROUGHPUT[:4], THROUGHPUT[4], THROUGHPUT[6], *COSTS[:1], *COSTS[2:4], COSTS[5]]
+    panels = [*THROUGHPUT[:4], THROUGHPUT[4], THROUGHPUT[6], *COSTS[:1], *COSTS[2:4], *COSTS[5:7]]
     figure, axes = plt.subplots(4, 3, figsize=(12, 12))
     for axis, column in zip(axes.flat, panels, strict=False):
         bars = [

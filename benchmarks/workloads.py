@@ -16,7 +16,7 @@ from typing import Any
 
 from .adapters.base import Adapter, Producer
 from .harness import Probe, Records, Workers, percentile
-from .record import HOLD_PREFIX, index_arg
+from .record import HOLD_PREFIX, IO_KEY, handler_kind, index_arg
 
 ROOT = Path(__file__).resolve().parents[1]
 WARM = "warm"
@@ -124,6 +124,8 @@ def drain(run: Run) -> Metrics:
         "rate": (len(starts) - 1) / span if span > 0 else float("inf"),
         "rate_with_start": len(starts) / (starts[-1] - launched),
         "first_task_s": starts[0] - launched,
+        "handler": handler_kind(),
+        "io_calls": int(run.probe.client.get(IO_KEY) or 0),  # the io handler's INCRs
     }
 
 
@@ -227,20 +229,55 @@ def _wait_record(records: Records, arg: str, where: Callable[[int], bool], timeo
 
 
 def memory(run: Run) -> Metrics:
-    """Redis bytes per queued task beyond its 20-byte argument (INFO used_memory)."""
+    """Redis bytes per finished task the system retains, and per queued task
+    beyond its 20-byte argument (INFO used_memory).
+
+    Retained first: W workers start, run a warm-up task each and stop (what a
+    start leaves for good, such as loaded scripts and registrations, is then in
+    the baseline); N tasks (fewer for slow systems, as in drain) are queued, W
+    workers run them and stop again. What is left per task is what each system
+    keeps per finished task with its defaults (a worqr job: its record and a
+    result of type none, kept 1 h; RQ: the job hash, 500 s; arq: the result, 1 h;
+    saq: the job, 10 min; Celery, Dramatiq and huey without result backends, and
+    worqr tasks, keep nothing). Then queued: tasks enqueued with no worker
+    running, as before."""
     count, payload = run.size(20000, 1000), 20
+    kept = max(200, int(run.size(5000, 400) * run.adapter.drain_share))
+    records = run.records("memory")
     producer = run.producer()
     try:
-        producer.enqueue_each([index_arg(i) for i in range(3)])  # queue-level keys exist
-        before = run.probe.snapshot().memory
+        workers = run.start_workers(records)
+        try:
+            run.warm_up(producer, records, workers)  # queue-level keys exist
+        finally:
+            workers.stop()
+        time.sleep(0.2)  # the stopped workers' connections are gone
+        start = run.probe.snapshot().memory
+        keys_start = run.probe.client.dbsize()
+        producer.enqueue_bulk([index_arg(i) for i in range(kept)])
+        workers = run.start_workers(records)
+        try:
+            total = kept + run.workers
+            finished = records.wait(total, timeout=run.size(120, 40), alive=workers.alive)
+            time.sleep(0.5)  # the last acknowledgements and results
+        finally:
+            workers.stop()
+        if not finished:
+            raise RuntimeError(f"memory: {records.count()} of {total} tasks ran")
+        time.sleep(0.2)
+        done = run.probe.snapshot().memory
+        keys_done = run.probe.client.dbsize()
         producer.enqueue_bulk([index_arg(i) for i in range(count)])
         after = run.probe.snapshot().memory
     finally:
         producer.close()
     keys = run.probe.client.dbsize()
     return {
-        "bytes_per_task": (after - before) / count - payload,
-        "keys_per_task": keys / (count + 3),
+        "bytes_per_task": (after - done) / count - payload,
+        "keys_per_task": (keys - keys_done) / count,
+        "retained_n": kept,
+        "retained_bytes_per_task": (done - start) / kept,
+        "retained_keys_per_task": (keys_done - keys_start) / kept,
     }
 
 

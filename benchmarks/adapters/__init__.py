@@ -12,6 +12,8 @@ from .base import Adapter
 SYSTEMS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "worqr": ("worqr_bench", "WorqrAdapter", ("worqr",)),
     "worqr-async": ("worqr_bench", "WorqrAsyncAdapter", ("worqr",)),
+    "worqr-jobs": ("worqr_bench", "WorqrJobsAdapter", ("worqr",)),
+    "worqr-jobs-async": ("worqr_bench", "WorqrJobsAsyncAdapter", ("worqr",)),
     "raw-list": ("rawlist_bench", "RawListAdapter", ("redis",)),
     "rq": ("rq_bench", "RQAdapter", ("rq",)),
     "rq-simple": ("rq_bench", "RQSimpleAdapter", ("rq",)),

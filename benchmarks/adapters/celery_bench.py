@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from celery import Celery, group
 
-from ..record import record
+from ..record import handle
 from .base import Adapter, SyncProducer, redis_url
 
 BULK_CHUNK = 1000
@@ -19,7 +19,7 @@ app = Celery("bench", broker=redis_url())  # connects lazily
 
 @app.task(name="bench.task")
 def task(arg: str) -> None:
-    hold = record(arg)
+    hold = handle(arg)
     if hold:
         time.sleep(hold)
 

@@ -8,7 +8,7 @@ import time
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 
-from ..record import record
+from ..record import handle
 from .base import QUEUE, Adapter, SyncProducer, redis_url
 
 THREADS = 8
@@ -19,7 +19,7 @@ dramatiq.set_broker(broker)
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0)
 def task(arg: str) -> None:
-    hold = record(arg)
+    hold = handle(arg)
     if hold:
         time.sleep(hold)
 

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 
 from huey import RedisHuey
 
-from ..record import record
+from ..record import handle
 from .base import QUEUE, Adapter, SyncProducer, redis_url
 
 TASK = "bench.task"
 
 
 def run_task(arg: str) -> None:
-    hold = record(arg)
+    hold = handle(arg)
     if hold:
         time.sleep(hold)
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import redis
 
-from ..record import record
+from ..record import handle
 from .base import QUEUE, Adapter, SyncProducer, redis_url
 
 KEY = f"raw:{QUEUE}"
@@ -65,7 +65,7 @@ def main() -> None:
             popped = client.brpop([KEY], timeout=1)
             batch = [popped[1]] if popped else []
         for arg in batch:
-            hold = record(arg)
+            hold = handle(arg)
             if hold:
                 time.sleep(hold)
 

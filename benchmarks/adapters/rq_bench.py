@@ -6,14 +6,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from ..record import record
+from ..record import handle
 from .base import QUEUE, Adapter, SyncProducer
 
 BULK_CHUNK = 1000
 
 
 def task(arg: str) -> None:
-    hold = record(arg)
+    hold = handle(arg)
     if hold:
         time.sleep(hold)
 

@@ -7,14 +7,14 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from ..record import record
+from ..record import ahandle
 from .base import QUEUE, Adapter, AsyncProducer, redis_url
 
 GATHER = 500  # concurrent enqueue calls in the bulk workload
 
 
 async def task(ctx: dict[str, Any], *, arg: str) -> None:
-    hold = record(arg)
+    hold = await ahandle(arg)
     if hold:
         await asyncio.sleep(hold)
 

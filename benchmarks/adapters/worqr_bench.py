@@ -2,6 +2,11 @@
 defaults (concurrency 8) and a sync handler, as the README shows; `worqr-async`
 runs an async handler instead. ``--mode raw`` (or a worqr without the runtime)
 runs a loop on the bare client: pub/sub wake-up, `dequeue_many`, `finish_process`.
+
+`worqr-jobs` and `worqr-jobs-async`: the job layer on the same workloads:
+`Worqr.submit` / `submit_many`, and a `@worker.job` handler (sync or async)
+that returns None, so every job stores a result of type none and is retained
+`JobSettings.result_ttl` (1 h) after it finished, as with the defaults.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 
 import worqr
 
-from ..record import record
+from ..record import ahandle, handle
 from .base import QUEUE, Adapter, SyncProducer, redis_url
 
 RAW_BATCH = 10  # tasks a raw worker takes per dequeue (like a prefetch)
@@ -38,6 +43,14 @@ class WorqrProducer(SyncProducer):
 
     def close(self) -> None:
         self.client.close()
+
+
+class WorqrJobsProducer(WorqrProducer):
+    def enqueue_one(self, arg: str) -> None:
+        self.client.submit(QUEUE, arg)
+
+    def enqueue_bulk(self, args: Sequence[str]) -> None:
+        self.client.submit_many(QUEUE, args)
 
 
 class WorqrAdapter(Adapter):
@@ -66,6 +79,31 @@ class WorqrAsyncAdapter(WorqrAdapter):
     mode = "async"
 
 
+class WorqrJobsAdapter(WorqrAdapter):
+    name = "worqr-jobs"
+    mode = "jobs"
+    bulk_api = "Worqr.submit_many (500 jobs per script call, JobSettings.submit_chunk)"
+    recovery_note = (
+        "peers fail a dead worker once its lease (ttl 3 s) expires; its jobs go back to the front"
+    )
+
+    @property
+    def model(self) -> str:  # type: ignore[override]
+        kind = "async" if self.mode == "jobs-async" else "sync, in its thread pool"
+        return (
+            f"worqr.Worker (concurrency 8), @worker.job handler ({kind}) returning None "
+            "(a result of type none stored, the job kept 1 h), 1 process per instance"
+        )
+
+    def producer(self, url: str) -> WorqrJobsProducer:
+        return WorqrJobsProducer(url)
+
+
+class WorqrJobsAsyncAdapter(WorqrJobsAdapter):
+    name = "worqr-jobs-async"
+    mode = "jobs-async"
+
+
 def run_raw() -> None:
     """A worker on the bare client (the stand-in from before the runtime)."""
     client = worqr.Worqr(redis_url())
@@ -87,7 +125,7 @@ def run_raw() -> None:
             wake.wait(1.0)
             continue
         for process in processes:
-            hold = record(process.task if isinstance(process.task, str) else "")
+            hold = handle(process.task if isinstance(process.task, str) else "")
             if hold:
                 time.sleep(hold)
             client.finish_process(process)
@@ -101,15 +139,31 @@ def run_runtime(mode: str) -> None:
 
         @worker.handler(QUEUE)
         async def run_async(task: str) -> None:
-            hold = record(task)
+            hold = await ahandle(task)
             if hold:
                 await asyncio.sleep(hold)
+
+    elif mode == "jobs-async":
+
+        @worker.job(QUEUE)
+        async def job_async(payload: str) -> None:
+            hold = await ahandle(payload)
+            if hold:
+                await asyncio.sleep(hold)
+
+    elif mode == "jobs":
+
+        @worker.job(QUEUE)
+        def job_sync(payload: str) -> None:
+            hold = handle(payload)
+            if hold:
+                time.sleep(hold)
 
     else:
 
         @worker.handler(QUEUE)
         def run_sync(task: str) -> None:
-            hold = record(task)
+            hold = handle(task)
             if hold:
                 time.sleep(hold)
 
@@ -118,7 +172,9 @@ def run_runtime(mode: str) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=("sync", "async", "raw"), default="sync")
+    parser.add_argument(
+        "--mode", choices=("sync", "async", "raw", "jobs", "jobs-async"), default="sync"
+    )
     mode = parser.parse_args().mode
     if mode == "raw" or not runtime_available():
         run_raw()

@@ -1,6 +1,8 @@
 """A smoke run of the benchmark harness (`python -m benchmarks.compare --quick`):
-worqr through every workload that starts workers, and every installed peer
-through the drain workload. Proves the harness runs, not how fast anything is."""
+worqr's tasks and jobs through every workload that starts workers, every
+installed peer through the drain workload (with the no-op and the io handler),
+and the other benchmark scripts with tiny sizes. Proves the harness runs, not
+how fast anything is."""
 
 from __future__ import annotations
 
@@ -20,10 +22,10 @@ from worqr.embedded import EmbeddedRedis
 PEERS = "raw-list,rq,rq-simple,arq,saq,dramatiq,celery,celery-threads,huey"
 
 
-def compare(tmp_path: Path, *args: str) -> dict[str, Any]:
+def compare(tmp_path: Path, *args: str, timeout: float = 150) -> dict[str, Any]:
     out = tmp_path / "results"
     command = [sys.executable, "-m", "benchmarks.compare", "--quick", "--out", str(out), *args]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=150)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     document: dict[str, Any] = json.loads((out / "latest.json").read_text())
     failed = [(r["system"], r["workload"], r.get("error")) for r in document["runs"] if not r["ok"]]
@@ -47,6 +49,42 @@ def test_worqr_runs_through_every_worker_workload(tmp_path: Path) -> None:
     assert 0 <= metrics["memory"]["bytes_per_task"] < 100
     table = (tmp_path / "results" / "latest.md").read_text()
     assert "| worqr |" in table and "Targets (issue 6)" in table
+
+
+@pytest.mark.slow
+def test_worqr_jobs_run_through_every_worker_workload(tmp_path: Path) -> None:
+    """The job adapter (`submit`, `submit_many`, a sync `@worker.job` handler)
+    through the same workloads as tasks, and the job targets in the report."""
+    workloads = "enqueue,drain,latency,cost,memory,recovery"
+    document = compare(tmp_path, "--systems", "worqr-jobs", "--workloads", workloads)
+    metrics = {run["workload"]: run["metrics"] for run in document["runs"]}
+    assert sorted(metrics) == sorted(workloads.split(","))
+    drain = metrics["drain"]
+    assert drain["completed"] == drain["distinct"] == drain["n"]
+    assert (drain["handler"], drain["io_calls"]) == ("noop", 0)
+    assert metrics["latency"]["missing"] == 0
+    assert metrics["enqueue"]["each_per_s"] > 0 and metrics["enqueue"]["bulk_per_s"] > 0
+    assert metrics["recovery"]["recovered"] and metrics["recovery"]["seconds"] < 10
+    # A queued job holds a record beside its payload; a finished one is retained
+    # (its record and a result of type none) for result_ttl.
+    assert metrics["memory"]["bytes_per_task"] > 0
+    assert metrics["memory"]["retained_bytes_per_task"] > 100
+
+
+@pytest.mark.slow
+def test_every_system_drains_with_the_io_handler(tmp_path: Path) -> None:
+    """``--handler io``: every handler (sync clients and asyncio ones) does one
+    INCR of its own per task, and every task still runs exactly once."""
+    systems = f"worqr,worqr-async,worqr-jobs,worqr-jobs-async,{PEERS}"
+    document = compare(
+        tmp_path, "--systems", systems, "--workloads", "drain", "--handler", "io", timeout=300
+    )
+    assert document["handler"] == "io"
+    for run in document["runs"]:
+        drain = run["metrics"]
+        assert drain["completed"] == drain["distinct"] == drain["n"], run["system"]
+        assert drain["handler"] == "io"
+        assert drain["io_calls"] == drain["n"], run["system"]
 
 
 @pytest.mark.slow
@@ -104,3 +142,22 @@ def test_drain_concurrency_benchmark_runs() -> None:
         ("async", "4"),
     ]
     assert all(float(rate.replace(",", "")) > 0 for _, _, rate, _ in rows)
+
+
+@pytest.mark.slow
+def test_delayed_benchmark_runs() -> None:
+    """`python -m benchmarks.delayed` with tiny sizes: every delayed job started,
+    none before it was due, and a cost row per operation at both depths."""
+    command = [sys.executable, "-m", "benchmarks.delayed", "--jobs", "100", "--window", "1"]
+    command += ["--lead", "1", "--bursts", "1", "--burst-size", "20"]
+    command += ["--deep", "2000", "--ops", "30", "--rounds", "2"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = done.stdout
+    assert "120 jobs, 120 started (120 distinct)" in out
+    tables = [line.split("|")[1:-1] for line in out.splitlines() if line[:2] == "| "]
+    starts = {cells[0].strip(): cells for cells in tables if len(cells) == 8}  # start - due
+    assert starts["staggered"][-1].strip() == starts["burst"][-1].strip() == "0"  # none early
+    costs = {cells[0].strip() for cells in tables if len(cells) == 9}
+    assert {"submit", "submit_delayed", "cancel", "take", "finish", "promote"} <= costs
+    assert "shallow queue 10 delayed, deep 2,000 delayed" in out
