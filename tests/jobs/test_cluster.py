@@ -26,6 +26,7 @@ from .test_lifecycle import (
     test_result_waits_for_the_end_without_polling,
     test_retry_job_gives_a_new_life_and_respects_the_unique_marker,
 )
+from .test_submit import test_a_queue_holds_tasks_or_jobs_never_both
 
 pytestmark = pytest.mark.cluster
 
@@ -33,6 +34,7 @@ __all__ = [  # borrowed, collected here with this module's fixtures
     "redis_cluster",
     "redis_cluster_url",
     "test_a_finish_is_fenced_and_counted_once",
+    "test_a_queue_holds_tasks_or_jobs_never_both",
     "test_cancel_reaches_every_live_state",
     "test_failures_retry_after_their_delay_then_fail",
     "test_get_jobs_pages_through_each_state",

@@ -202,6 +202,8 @@ def test_a_queue_holds_tasks_or_jobs_never_both(
     assert caught.value.queue_kind == "tasks"
     assert isinstance(caught.value, ValueError)
     assert wq.count_tasks("tasks") == 1
+    with pytest.raises(worqr.WrongQueueKindError, match="'tasks' holds tasks"):
+        wq.get_job("tasks", "no such job")  # a miss on a task queue: the wrong kind
     assert not redis_client.exists(MeshKeys(prefix).queue("tasks").jobs)
     jobqueues = MeshKeys(prefix).jobqueues
     assert redis_client.smembers(jobqueues) == set()  # a refused submit lists nothing

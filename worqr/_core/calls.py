@@ -49,8 +49,10 @@ class Call(NamedTuple):
     idempotent: bool = True
 
 
-def command(*args: Arg, idempotent: bool = True) -> Call:
-    return Call(None, (), args, idempotent)
+def command(*args: Arg, idempotent: bool = True, key: str | None = None) -> Call:
+    """A plain command. ``key``: the key it reads or writes, which routes a
+    `Pinned` group on a cluster (plain calls are routed by the client)."""
+    return Call(None, (key,) if key else (), args, idempotent)
 
 
 @dataclass(frozen=True, slots=True)

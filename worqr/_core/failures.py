@@ -7,6 +7,8 @@ resend with tenacity (`worqr._clients.resend`) and, when they give up, raise
 
 from __future__ import annotations
 
+from typing import Any
+
 from redis.exceptions import AskError, NoScriptError, ResponseError
 
 from .._errors import AmbiguousResultError, RedisBusyError, RedisUnavailableError, WorqrError
@@ -64,3 +66,13 @@ def final_error(request: Request, error: BaseException) -> BaseException:
             f"Redis is unavailable for {describe(request)}: {type(error).__name__}: {error}"
         )
     return error
+
+
+def checked_replies(request: Pinned, replies: list[Any]) -> list[Any]:
+    """The replies of a `Pinned` group of reads, or what the first error among
+    them raises as a failed call would (a redirection on a standalone client
+    says to connect with cluster=True)."""
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise final_error(request, reply)
+    return replies

@@ -22,6 +22,7 @@ from .._keys import QueueKeys
 from . import job_scripts
 from .base import CoreBase, text
 from .calls import Listen, Pinned, Plan, Subscribe, Wait, command
+from .failures import checked_replies
 
 MAX_PAGE = 1000
 QUEUED_SEGMENTS = ("hi", "list", "lo")  # priority > 0, priority 0, priority < 0
@@ -133,14 +134,12 @@ class JobReads(CoreBase):
             return
         keys = self.queue_keys(queue)
         reads = (
-            command("HGET", keys.config, "kind"),
-            command("LLEN", keys.tasks),
-            command("HLEN", keys.processes),
+            command("HGET", keys.config, "kind", key=keys.config),
+            command("LLEN", keys.tasks, key=keys.tasks),
+            command("HLEN", keys.processes, key=keys.processes),
         )
-        kind, queued, running = yield Pinned(reads)
-        for reply in (kind, queued, running):
-            if isinstance(reply, Exception):
-                raise reply
+        request = Pinned(reads)
+        kind, queued, running = checked_replies(request, (yield request))
         if kind in (b"jobs", "jobs"):
             self._kinds[queue] = "jobs"
         elif kind in (b"tasks", "tasks") and (int(queued) or int(running)):
@@ -155,11 +154,12 @@ class JobReads(CoreBase):
         The kind is read in the same round trip until the queue is known."""
         keys = self.queue_keys(queue)
         if self._kinds.get(queue) != "jobs":
-            reads = (command("LLEN", keys.tasks), command("HGET", keys.config, "kind"))
-            length, kind = yield Pinned(reads)
-            for reply in (length, kind):
-                if isinstance(reply, Exception):
-                    raise reply
+            reads = (
+                command("LLEN", keys.tasks, key=keys.tasks),
+                command("HGET", keys.config, "kind", key=keys.config),
+            )
+            request = Pinned(reads)
+            length, kind = checked_replies(request, (yield request))
             if kind not in (b"jobs", "jobs"):
                 return int(length)
             self._kinds[queue] = "jobs"
