@@ -9,6 +9,7 @@ import json
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -16,6 +17,9 @@ import pytest
 import redis
 
 import worqr
+from tests.support import APPS
+from tests.support.cli import cli_env, start_cli
+from tests.support.processes import stop
 from tests.support.waiting import wait_until
 from worqr._core import job_scripts
 from worqr._core.lua import source
@@ -285,3 +289,52 @@ def test_a_cron_schedule_fires_the_librarys_times_across_dst_changes(
                 *call.args,
             )
         assert fire_times(redis_client, prefix, "q", name) == fires
+
+
+@pytest.mark.slow
+def test_every_second_for_20_s_with_4_worker_processes_and_2_producers_runs_once_per_second(
+    redis_url: str, prefix: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """4 `worqr worker` processes (each declaring the schedule with worker.cron)
+    and 2 producers calling schedule() in a loop: one job per second, no
+    duplicates, none missing."""
+    env = cli_env(PYTHONPATH=str(APPS), SCHEDULE_RECORD=prefix)
+    args = ["worker", "schedule_app:worker", "--url", redis_url, "--prefix", prefix]
+    log = open(tmp_path / "workers.log", "ab")  # noqa: SIM115 (closed below)
+    workers = start_cli(*args, "--processes", "4", env=env, stdout=log, stderr=log)
+    stop_producing = threading.Event()
+    calls: list[int] = []
+
+    def produce() -> None:
+        with worqr.Worqr(redis_url, prefix=prefix) as wq:
+            while not stop_producing.wait(0.05):
+                wq.schedule("ticks", "tick", every=1, payload="tick")
+                calls.append(1)
+
+    producers = [threading.Thread(target=produce) for _ in range(2)]
+    members = f"{{{prefix}:ticks}}:members"
+    try:
+        wait_until(lambda: redis_client.scard(members) == 4, timeout=60, message="4 workers")
+        for thread in producers:
+            thread.start()
+        wait_until(
+            lambda: len(fire_times(redis_client, prefix, "ticks", "tick")) >= 21,
+            timeout=40,
+            interval=0.2,
+            message="20 s of fires",
+        )
+    finally:
+        stop_producing.set()
+        for thread in producers:
+            thread.join(10)
+        stop(workers)
+        log.close()
+    fires = fire_times(redis_client, prefix, "ticks", "tick")
+    assert fires == [fires[0] + 1000 * k for k in range(len(fires))], "a second was missed"
+    ran = [entry.decode().split(" ")[0] for entry in redis_client.lrange(f"{prefix}:ran", 0, -1)]
+    assert len(ran) == len(set(ran)), "a job ran twice"
+    assert set(ran) <= {f"cron:tick:{t}" for t in fires}
+    assert len(ran) >= len(fires) - 1  # the last one may still have been running
+    assert len(calls) > 100, "the producers kept declaring it"
+    pids = {entry.decode().split(" ")[1] for entry in redis_client.lrange(f"{prefix}:ran", 0, -1)}
+    assert len(pids) >= 2, "the fires were spread over the workers"
