@@ -29,6 +29,7 @@ from ._runtime.context import ProcessContext, Retry, current_process
 from ._runtime.job_context import Fail, JobContext, current_job
 from ._runtime.settings import WorkerSettings
 from ._runtime.worker import Worker
+from ._schedules import ScheduleInfo
 from ._settings import Settings
 from ._version import __version__
 
@@ -55,6 +56,7 @@ __all__ = [
     "RedisUnavailableError",
     "ReplicationTimeoutError",
     "Retry",
+    "ScheduleInfo",
     "Settings",
     "Worker",
     "WorkerHooks",

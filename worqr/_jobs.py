@@ -149,6 +149,9 @@ class JobSettings:
             script call, least records purged per take, cancelled entries a take
             skips at most, jobs per `submit_many` script call.
         timer_grace: seconds the timer holder's key outlives its wake time.
+        misfire_grace: seconds a schedule's missed fires stay owed: when the
+            oldest fire due is at most this late, each due fire creates its
+            job; later than that (every worker was down), only the latest does.
     """
 
     retries: int = 3
@@ -165,6 +168,7 @@ class JobSettings:
     skip_budget: int = 1000
     submit_chunk: int = 500
     timer_grace: float = 1.0
+    misfire_grace: float = 5.0
     policy: str = field(init=False, repr=False, compare=False)
     """What scripts need of these settings, as their JSON argument (ms)."""
 
@@ -173,7 +177,14 @@ class JobSettings:
         check_backoff(self.backoff)
         if self.timeout is not None:
             _number("timeout", self.timeout, above=True)
-        for name in ("result_ttl", "failure_ttl", "cancelled_ttl", "min_retention", "timer_grace"):
+        for name in (
+            "result_ttl",
+            "failure_ttl",
+            "cancelled_ttl",
+            "min_retention",
+            "timer_grace",
+            "misfire_grace",
+        ):
             _number(name, getattr(self, name))
         for name in (
             "max_retained",
@@ -195,6 +206,7 @@ class JobSettings:
                 "promote_chunk": self.promote_chunk,
                 "skip_budget": self.skip_budget,
                 "timer_grace": ms(self.timer_grace),
+                "misfire_grace": ms(self.misfire_grace),
             },
             separators=(",", ":"),
         )

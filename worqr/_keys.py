@@ -79,7 +79,7 @@ class QueueKeys:
         finished, stopped, released, recovered, dead_lettered, failed, cancelled,
         redriven. A job queue's: submitted, deduplicated, promoted, started,
         finished, retried, failed, poisoned, cancelled, recovered, released,
-        stopped, redriven, purged, purged_by_cap."""
+        stopped, redriven, purged, purged_by_cap, cron_fired, cron_skipped."""
         return f"{self.tag}:stats"
 
     @property
@@ -179,6 +179,27 @@ class QueueKeys:
     def job_timer(self) -> str:
         """Hash with a TTL: the member told to wake the queue next (`w`), and when (`at`)."""
         return f"{self.tag}:job:timer"
+
+    @property
+    def job_sched(self) -> str:
+        """Hash: schedule name -> its spec (JSON: cron or every, tz, job options,
+        buffered fire times, the last fire and its job id)."""
+        return f"{self.tag}:job:sched"
+
+    @property
+    def job_sched_next(self) -> str:
+        """Zset: schedule names by their next fire time (server ms)."""
+        return f"{self.tag}:job:sched:next"
+
+    @property
+    def job_sched_data(self) -> str:
+        """Hash: schedule name -> the payload of the jobs it creates."""
+        return f"{self.tag}:job:sched:data"
+
+    @property
+    def sched_keys(self) -> tuple[str, ...]:
+        """A queue's schedule keys, in the order scripts that fire take them."""
+        return (self.job_sched, self.job_sched_next, self.job_sched_data)
 
     @property
     def job_keys(self) -> tuple[str, ...]:

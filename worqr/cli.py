@@ -82,6 +82,24 @@ def _jobs(args: argparse.Namespace) -> int:
     return jobs(args)
 
 
+def _schedule(args: argparse.Namespace) -> int:
+    from ._cli.schedules import schedule
+
+    return schedule(args)
+
+
+def _unschedule(args: argparse.Namespace) -> int:
+    from ._cli.schedules import unschedule
+
+    return unschedule(args)
+
+
+def _schedules(args: argparse.Namespace) -> int:
+    from ._cli.schedules import schedules
+
+    return schedules(args)
+
+
 def _status(args: argparse.Namespace) -> int:
     from ._cli.status import status
 
@@ -133,6 +151,9 @@ RUNNERS: dict[str, Runner] = {
     "submit": _submit,
     "job": _job,
     "jobs": _jobs,
+    "schedule": _schedule,
+    "unschedule": _unschedule,
+    "schedules": _schedules,
     "status": _status,
     "top": _top,
     "redis": _redis,

@@ -44,6 +44,13 @@ EXPECTED = {
         r"each started within \d+ ms of its due time",
         r"'finished': 2, 'failed': 0, 'cancelled': 1",
     ],
+    "schedules.py": [
+        r"nightly next runs at \d+ \(Redis time, 03:00 in Berlin\)",
+        r"3 workers, [5-7] heartbeats, none twice: True",
+        r"gaps between fire times: \[500\] ms",
+        r"schedules: \['heartbeat', 'nightly'\]",
+        r"unscheduled: True",
+    ],
     "metrics_prometheus.py": [
         r'worker endpoint: worqr_tasks_finished_total\{queue="thumbnails"\} 50\.0',
         r'exporter endpoint: worqr_queue_events_total\{event="finished",queue="thumbnails"\} 50',
@@ -61,6 +68,7 @@ MARKS = {
     # Starts a real Prometheus when one is installed (CI installs it).
     "metrics_prometheus.py": [pytest.mark.slow, pytest.mark.prometheus],
     "persistent_tasks.py": [pytest.mark.slow],
+    "schedules.py": [pytest.mark.slow],
 }
 
 

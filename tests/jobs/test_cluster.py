@@ -5,6 +5,7 @@ masters; the lifecycle tests run here unchanged, on cluster clients."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -15,6 +16,7 @@ from redis.cluster import RedisCluster
 import worqr
 from tests.support.cluster import LocalCluster, redis_cluster, redis_cluster_url
 from tests.support.waiting import wait_until
+from worqr._core.calls import command
 from worqr._core.lua import script_names
 
 from .conftest import QUIET
@@ -121,10 +123,41 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
             worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail")
         assert producer.purge_failed(queue) >= 1
         assert producer.count_jobs(queue)["active"] == 0
+        exercise_schedules(producer, worker, queue)
         worker.fail_worker()  # job_requeue_owned
         producer.delete_queue(queue)
     job_scripts = {name for name in script_names() if name.startswith("job_")}
     assert job_scripts <= ran, job_scripts - ran
+
+
+def exercise_schedules(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -> None:
+    """job_sched_set, the firing take, job_sched_refill and job_sched_remove on
+    ``queue``'s slot."""
+    worker.start_work(queue)
+    info = producer.schedule(queue, "c", cron="* * * * *", tz="Asia/Tokyo")
+    assert info.next_run is not None
+    spec = producer.get_schedules(queue)[0]
+    assert spec.cron == "* * * * *" and spec.tz == "Asia/Tokyo"
+    version = json.loads(worker._drive(_read_spec(worker, queue, "c")))["v"]
+    now = round(worker.server_time() * 1000)
+    request = ["c", version, "* * * * *", "Asia/Tokyo", str(now - 180_000), str(now)]
+    worker._drive(worker._core.refill_schedules(queue, request))  # fires the missed minute
+    assert any(job.id.startswith("cron:c:") for job in producer.get_jobs(queue, "queued")[0])
+    producer.schedule(queue, "e", every=0.05)
+
+    def fired() -> bool:
+        _, taken, _ = worker._take_jobs(queue, [], 10)
+        for process in taken:
+            worker._stop_job(process)
+        return any(p.job_id.startswith("cron:e:") for p in taken)
+
+    wait_until(fired, timeout=10, message="an every schedule fired on the cluster")
+    assert producer.unschedule(queue, "c") and producer.unschedule(queue, "e")
+
+
+def _read_spec(client: worqr.Worqr, queue: str, name: str) -> Any:
+    value = yield command("HGET", client._core.queue_keys(queue).job_sched, name)
+    return value
 
 
 def test_async_result_on_the_cluster(

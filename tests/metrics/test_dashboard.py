@@ -162,6 +162,8 @@ def test_the_wall_screen_covers_what_the_team_watches() -> None:
         'event="retried"',  # job retries vs failures
         "worqr_job_timeouts_total",
         "worqr_jobs_overdue",
+        "worqr_schedules_stalled",
+        'event="cron_fired"',  # schedules
     ):
         assert needle in text, needle
 

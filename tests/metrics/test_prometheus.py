@@ -9,6 +9,7 @@ would send, with its variables substituted the way Grafana substitutes them.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 import yaml
 
 from tests.support import ROOT
@@ -78,6 +80,8 @@ def job(payload: str) -> str:
     if name.startswith("slow"):
         worqr.current_job().cancelled.wait(5)  # set when it runs past its timeout
     return name
+
+worker.cron("gamma", "beat", every=0.5, payload="beat:0")
 
 install_worker_metrics(worker)
 print("ready", flush=True)
@@ -354,6 +358,17 @@ def test_every_dashboard_query_returns_data(tmp_path: Path, mesh: Mesh) -> None:
             f"(rate(worqr_job_start_delay_seconds_bucket{jobs}{window})))"
         )
         assert 0 <= p50 <= 0.5
+        # The schedule every worker declares fires once per half second, not once
+        # per worker: the jobs it created are half a second apart, and counted.
+        fired = f'worqr_queue_events_total{{queue="{JOB_QUEUE}", event="cron_fired"}}'
+        assert scalar(f"sum({fired})") >= 3
+        with redis.Redis.from_url(mesh.url) as raw:
+            ids = raw.hkeys(f"{{{mesh.prefix}:{JOB_QUEUE}}}:job")
+        times = sorted(int(i.rpartition(b":")[2]) for i in ids if i.startswith(b"cron:beat:"))
+        assert all(b - a == 500 for a, b in itertools.pairwise(times)), times
+        assert scalar(f"sum({fired})") <= len(times)
+        assert scalar(f"sum(worqr_schedules{jobs})") == 1
+        assert scalar("sum(worqr_schedules_stalled)") == 0
         # Due jobs never pile up: a take or the timer holder promotes them at once.
         assert scalar("max_over_time(sum(worqr_jobs_overdue)[1m:1s])") <= 5
         wait_until(lambda: scalar("worqr_workers_alive") == 2, timeout=15)

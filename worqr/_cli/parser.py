@@ -7,7 +7,7 @@ runs, so `worqr --help` stays fast) and handles errors and exit codes.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from .base import (
@@ -26,6 +26,7 @@ from .base import (
     queue_name,
 )
 from .job_parser import add_job_commands
+from .schedule_parser import add_schedule_commands
 
 
 class Parser(argparse.ArgumentParser):
@@ -33,6 +34,20 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """A command whose last positional follows its options (``worqr schedule
+        QUEUE NAME --every 5 PAYLOAD``) names it ``late_positional``: argparse
+        fills positionals in one run, so a word after the options lands in the
+        extras; it is that positional's."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        late = getattr(parsed, "late_positional", None)
+        lone = len(extras) == 1 and (not extras[0].startswith("-") or extras[0] == "-")
+        if late and getattr(parsed, late, None) is None and lone:
+            setattr(parsed, late, extras.pop())
+        return parsed, extras
 
 
 Runner = Callable[[argparse.Namespace], int]
@@ -267,6 +282,7 @@ def build(runners: Mapping[str, Runner], version: str) -> Parser:
     _add_worker(commands)
     _add_admin(commands)
     add_job_commands(commands)
+    add_schedule_commands(commands)
     _add_views(commands)
     _add_tools(commands)
     return parser

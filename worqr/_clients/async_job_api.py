@@ -7,11 +7,12 @@ copy, ``sync_job_api.py``, for `Worqr`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .._core.calls import Plan
 from .._core.jobs_work import JobFinish
 from .._jobs import Backoff, JobInfo, JobProcess, JobRef
+from .._schedules import ScheduleInfo
 from .shell import Shell
 
 T = TypeVar("T")
@@ -141,6 +142,55 @@ class AsyncJobApi(Shell):
     async def server_time(self) -> float:
         """Redis's clock, in epoch seconds: what ``at`` and every job time are read against."""
         return await self._drive(self._core.server_time())
+
+    # -- schedules -------------------------------------------------------------
+
+    async def schedule(
+        self,
+        queue: str,
+        name: str,
+        *,
+        cron: str | None = None,
+        every: float | None = None,
+        tz: str = "UTC",
+        payload: str | bytes = "",
+        overlap: bool = True,
+        **job_options: Any,
+    ) -> ScheduleInfo:
+        """Create or replace the schedule ``name`` of ``queue`` (which becomes a
+        job queue): a job with ``payload`` at each fire time of ``cron`` (a
+        5-field expression, read in ``tz``, an IANA zone; needs ``worqr[cron]``)
+        or every ``every`` seconds from now. Each fire creates job
+        ``cron:<name>:<fire ms>`` once, however many workers and producers run
+        the schedule; the members of the queue fire it (none while it has no
+        members: then it fires once when one comes back). ``overlap=False``
+        skips a fire while the previous fire's job is live. ``job_options``:
+        ``priority``, ``retries``, ``backoff``, ``timeout``, ``result_ttl`` of
+        its jobs. An equal spec changes nothing (declare it anywhere, any
+        number of times); a changed one replaces it. Bad arguments raise
+        `ValueError` or `TypeError` before anything is written."""
+        return await self._drive(
+            self._core.schedule(
+                queue,
+                name,
+                cron=cron,
+                every=every,
+                tz=tz,
+                payload=payload,
+                overlap=overlap,
+                options=job_options,
+            )
+        )
+
+    async def unschedule(self, queue: str, name: str) -> bool:
+        """Remove the schedule ``name`` of ``queue`` (jobs it created stay);
+        False when there was none."""
+        return await self._drive(self._core.unschedule(queue, name))
+
+    async def get_schedules(self, queue: str) -> list[ScheduleInfo]:
+        """The schedules of ``queue``, by name, with their next fire time (Redis
+        server seconds)."""
+        return await self._drive(self._core.get_schedules(queue))
 
     async def _queue_kind(self, queue: str) -> str:  # for the command line
         return await self._drive(self._core.kind_of(queue))

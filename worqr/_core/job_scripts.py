@@ -60,6 +60,7 @@ def job_take(
             keys.seq,
             keys.config,
             keys.stats,
+            *keys.sched_keys,
         ),
         (
             worker,
@@ -203,7 +204,7 @@ def job_counts(keys: QueueKeys) -> Call:
 def job_promote(keys: QueueKeys, *, publish: str, policy: str) -> Call:
     return Call(
         "job_promote",
-        (*keys.job_keys, keys.members, keys.idle, keys.stats),
+        (*keys.job_keys, keys.members, keys.idle, keys.stats, *keys.sched_keys),
         (keys.wake_prefix, publish, policy),
     )
 
@@ -218,3 +219,46 @@ def job_progress(keys: QueueKeys, pid: str, entry: str, value: bytes, *, publish
 
 def job_purge_failed(keys: QueueKeys, *, count: int) -> Call:
     return Call("job_purge_failed", (*keys.job_keys, keys.stats), (count,))
+
+
+# -- schedules (lib/schedule) ------------------------------------------------
+
+
+def job_sched_set(
+    keys: QueueKeys,
+    name: str,
+    spec: str,
+    payload: bytes,
+    fires: Sequence[int],
+    *,
+    publish: str,
+    policy: str,
+) -> Call:
+    # Resend-safe: an equal spec is a no-op; a replaced one is replaced again.
+    return Call(
+        "job_sched_set",
+        (
+            *keys.job_keys,
+            keys.processes,
+            keys.members,
+            keys.idle,
+            keys.config,
+            keys.stats,
+            *keys.sched_keys,
+        ),
+        (keys.wake_prefix, publish, policy, name, spec, payload, *fires),
+    )
+
+
+def job_sched_refill(
+    keys: QueueKeys, name: str, version: str, fires: Sequence[int], *, publish: str, policy: str
+) -> Call:
+    return Call(
+        "job_sched_refill",
+        (*keys.job_keys, keys.members, keys.idle, keys.stats, *keys.sched_keys),
+        (keys.wake_prefix, publish, policy, name, version, *fires),
+    )
+
+
+def job_sched_remove(keys: QueueKeys, name: str) -> Call:
+    return Call("job_sched_remove", keys.sched_keys, (name,))

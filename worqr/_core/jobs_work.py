@@ -17,6 +17,7 @@ from .calls import Plan, command
 from .job_scripts import Finish
 from .lua import NotMemberError
 from .processes import COMPLETE_BATCH, DEQUEUE_CHUNK, Processes
+from .sched_refill import ScheduleRefill
 
 JobFinish = tuple[JobProcess, str, bytes]
 """A finish the worker carries: the process, the result type (s, b, n), the result."""
@@ -24,7 +25,7 @@ JobFinish = tuple[JobProcess, str, bytes]
 REDRIVE_CHUNK = 200  # failed jobs given a new life per script call
 
 
-class JobWork(Processes):
+class JobWork(Processes, ScheduleRefill):
     def mark_job_queue(self, queue: str) -> Plan[None]:
         """Make ``queue`` a job queue (a worker with a job handler joins it);
         `WrongQueueKindError` when it holds tasks."""
@@ -61,6 +62,7 @@ class JobWork(Processes):
         policy = self.settings.jobs.policy
         taken: list[JobProcess] = []
         more = False
+        refill: list[Any] = []
         for start in range(0, max(1, len(mine)), COMPLETE_BATCH):
             chunk = mine[start : start + COMPLETE_BATCH]
             take = min(count, DEQUEUE_CHUNK) if start == 0 else 0
@@ -69,7 +71,7 @@ class JobWork(Processes):
             pid_prefix = self._new_prefix(worker) if take else ""
             try:
                 try:
-                    flags, reply, stopped = yield job_scripts.job_take(
+                    flags, reply, stopped, asked = yield job_scripts.job_take(
                         keys,
                         worker,
                         pid_prefix,
@@ -84,16 +86,19 @@ class JobWork(Processes):
                 for i, flag in zip(chunk, flags, strict=True):
                     self._owned.pop(finished[i][0].id, None)
                     accepted[i] = int(flag) in (1, 2)
+                refill.extend(asked)
                 if take:
                     taken = self._took_jobs(queue, worker, reply)
                     more = int(stopped) == 1
             finally:
                 self._dequeuing.discard(pid_prefix)
+        if refill:  # cron schedules low on fire times; their due fires wake us
+            yield from self.refill_schedules(queue, refill)
         return accepted, taken, more
 
     def _finish_as(self, worker: str, finishes: Sequence[JobFinish]) -> Plan[bool]:
         process = finishes[0][0]
-        flags, _, _ = yield job_scripts.job_take(
+        flags, _, _, _ = yield job_scripts.job_take(
             self.queue_keys(process.queue),
             worker,
             "",
@@ -178,10 +183,13 @@ class JobWork(Processes):
         """Make due jobs ready and wake idle members for them (the timer holder
         with no free slot)."""
         publish = self.publish or (yield from self.publish_command())
-        promoted, _ = yield job_scripts.job_promote(
+        promoted, _, refill = yield job_scripts.job_promote(
             self.queue_keys(queue), publish=publish, policy=self.settings.jobs.policy
         )
-        return int(promoted)
+        created = 0
+        if refill:
+            created = yield from self.refill_schedules(queue, refill)
+        return int(promoted) + created
 
     # -- the failed jobs of a job queue (get_failed and friends dispatch here) ----
 

@@ -167,6 +167,8 @@ class Producing(CoreBase):
         keys = self.queue_keys(queue)
         members = [text(member) for member in (yield command("SMEMBERS", keys.members))]
         publish = yield from self.publish_command()
+        # Schedules first, in one command: none can fire into the queue after it went.
+        yield command("UNLINK", *keys.sched_keys)
         yield scripts.delete_queue(keys, members, publish=publish)
         yield command("SREM", self.mesh.queues, queue)
         yield command("SREM", self.mesh.jobqueues, queue)

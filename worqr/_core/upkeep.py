@@ -46,7 +46,7 @@ class Upkeep(CoreBase):
                 continue  # its members keep it
             while calls < UPKEEP_CALLS:
                 calls += 1
-                _, went = yield job_scripts.job_promote(keys, publish=publish, policy=policy)
+                _, went, _ = yield job_scripts.job_promote(keys, publish=publish, policy=policy)
                 purged += int(went)
                 if int(went) < UPKEEP_BUDGET:
                     break

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .._core.jobs_submit import job_options
 from .._errors import WorqrError
 from .._jobs import Backoff, check_backoff
 from .._keys import validate_name
+from .._schedules import check_schedule_options, schedule_spec
 from .running import Handler, HandlerSpec, is_async_handler
 
 H = TypeVar("H", bound=Handler)
@@ -23,6 +24,7 @@ class HandlerRegistry:
 
     def __init__(self) -> None:
         self._specs: dict[str, HandlerSpec] = {}
+        self._crons: dict[tuple[str, str], dict[str, Any]] = {}
 
     def handler(self, queue: str, *, persistent: bool = False) -> Callable[[H], H]:
         """Register the function that runs the tasks of ``queue``: sync (run in the
@@ -78,6 +80,48 @@ class HandlerRegistry:
             return function
 
         return register
+
+    def cron(
+        self,
+        queue: str,
+        name: str,
+        *,
+        cron: str | None = None,
+        every: float | None = None,
+        tz: str = "UTC",
+        payload: str | bytes = "",
+        overlap: bool = True,
+        **options: Any,
+    ) -> None:
+        """Declare a schedule of ``queue`` (see `Worqr.schedule`), registered
+        when the worker starts: an idempotent upsert, so every worker of the
+        mesh may declare it and it still fires once per fire time. ``options``:
+        its jobs' options, as `Worqr.schedule` takes them. Checked now:
+        bad arguments raise `ValueError` or `TypeError` here."""
+        validate_name(queue)
+        if self._loop is not None:
+            raise WorqrError("declare schedules before the worker runs")
+        if (queue, name) in self._crons:
+            raise ValueError(f"schedule {name!r} of queue {queue!r} is declared already")
+        check_schedule_options(options)
+        data = payload.encode() if isinstance(payload, str) else payload
+        schedule_spec(
+            name,
+            cron=cron,
+            every=every,
+            tz=tz,
+            payload=data,
+            overlap=overlap,
+            options=job_options(**options),
+        )
+        self._crons[(queue, name)] = {
+            "cron": cron,
+            "every": every,
+            "tz": tz,
+            "payload": payload,
+            "overlap": overlap,
+            **options,
+        }
 
     @property
     def queues(self) -> list[str]:

@@ -225,6 +225,8 @@ class Worker(HandlerRegistry, Lifecycle):
                 steps.append(partial(client._mark_job_queue, queue))
             steps.append(partial(client.on, queue, self._listener(queue)))
             steps.append(partial(client.start_work, queue))
+        for (queue, name), declared in self._crons.items():  # upserts: equal ones are no-ops
+            steps.append(partial(client.schedule, queue, name, **declared))
         return steps
 
     def _loops(self, client: AsyncWorqr) -> list[asyncio.Task[None]]:

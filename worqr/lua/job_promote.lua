@@ -1,5 +1,5 @@
--- job_promote: make due delayed and retrying jobs ready, wake idle members for
---   them, purge expired records, and tell the next member when due work comes
+-- job_promote: make due delayed and retrying jobs ready, fire due schedules,
+--   wake idle members for them, purge expired records, and tell the next member when due work comes
 --   next. What the member told (the timer holder) runs when it has no free slot
 --   (with one, it takes: job_take promotes too).
 -- KEYS[1] tasks          list    ready entries at priority 0; the right end is the front
@@ -20,10 +20,14 @@
 -- KEYS[16] members       set     workers of this queue
 -- KEYS[17] idle          set     members waiting for work
 -- KEYS[18] stats         hash    lifetime counters of the queue, by event
+-- KEYS[19] job_sched     hash    schedule name -> spec (lib/schedule)
+-- KEYS[20] job_sched_next zset   schedule names by next fire ms
+-- KEYS[21] job_sched_data hash   schedule name -> payload of its jobs
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[3] policy            JSON: retention and budgets in ms (JobSettings.policy)
--- Reply: {promoted, purged}
+-- Reply: {promoted, purged, refill}: refill as job_take's (cron schedules low on
+--   fire times). promoted counts fired jobs too.
 -- Errors: none.
 -- Events: 'work:<n>' to each idle worker woken (at most one per promoted job);
 --   'due:<ms>' to the member told when due work comes next.
@@ -33,20 +37,28 @@
 --!include ready
 --!include terminal
 --!include promote
+--!include create
+--!include schedule
 --!include job_keys
 local members = KEYS[16]
 local idle = KEYS[17]
 local stats = KEYS[18]
+local job_sched = KEYS[19]
+local job_sched_next = KEYS[20]
+local job_sched_data = KEYS[21]
 local wake_prefix = ARGV[1]
 local publish = publish_command(ARGV[2])
 local policy = cjson.decode(ARGV[3])
 J.members, J.idle, J.stats = members, idle, stats
+J.sched, J.sched_next, J.sched_data = job_sched, job_sched_next, job_sched_data
 
 local now = now_ms()
 local purged = purge(J, now, policy.purge_budget, policy)
 local promoted = promote(J, now, policy.promote_chunk)
+local fired, refill = fire_schedules(J, now, policy.misfire_grace)
+promoted = promoted + fired
 if promoted > 0 then
   wake_idle(idle, wake_prefix, publish, promoted)
 end
 arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
-return {promoted, purged}
+return {promoted, purged, refill}

@@ -40,6 +40,7 @@
 --!include jobs
 --!include ready
 --!include promote
+--!include create
 --!include kind
 --!include job_keys
 local processes = KEYS[16]
@@ -57,7 +58,6 @@ local refused = make_job_queue(config, tasks, processes)
 if refused then
   return refused
 end
-local ended_index = {f = job_finished, x = job_failed, c = job_cancelled}
 local now = now_ms()
 local reply = {}
 local ready = 0
@@ -67,57 +67,16 @@ local duplicates = 0
 
 for i = first_job, #ARGV, 4 do
   local id, nonce, payload, options = ARGV[i], ARGV[i + 1], ARGV[i + 2], cjson.decode(ARGV[i + 3])
-  local record = load_job(jobs, id)
-  local answer = nil
-  if record and record.n == nonce then
-    answer = {id, 1, record.s}  -- a resend: what the first call did
-  elseif record and LIVE[record.s] then
-    answer = {id, 0, record.s}
-  elseif options.u then
-    local holder = redis.call('HGET', job_unique, options.u)
-    if holder then
-      local other, life = split_entry(holder)
-      local held = load_job(jobs, other)
-      if is_live(held, life) then
-        answer = {other, 0, held.s}
-      end
-    end
-  end
-  if answer == nil then
-    if record then  -- terminal: its old life ends here
-      redis.call('ZREM', ended_index[record.s], id)
-      redis.call('HDEL', job_result, id)
-      redis.call('HDEL', job_progress, id)
-      tally(job_counts, record.s, -1)
-    end
-    local life = redis.call('INCR', job_seq)
-    local entry = entry_of(id, life)
-    local due = options.A or (now + (options.d or 0))
-    record = {
-      l = life, n = nonce, c = now, a = 0, f = 0, r = 0, P = options.P or 0,
-      R = options.R, B = options.B, T = options.T, k = options.k, u = options.u,
-    }
-    redis.call('HSET', job_data, id, payload)
-    if options.u then
-      redis.call('HSET', job_unique, options.u, entry)
-    end
-    if due > now then
-      record.s = 'd'
-      record.v = due
-      redis.call('ZADD', job_delayed, due, entry)
+  local answer, new = create_job(J, id, nonce, payload, options, now)
+  if answer[2] == 0 then
+    duplicates = duplicates + 1
+  elseif new then
+    submitted = submitted + 1
+    if answer[3] == 'd' then
       delayed = delayed + 1
     else
-      record.s = 'q'
-      record.v = now
-      push_ready(tasks, job_prio, job_seq, record, entry, false)
       ready = ready + 1
     end
-    tally(job_counts, record.s, 1)
-    save_job(jobs, id, record)
-    answer = {id, 1, record.s}
-    submitted = submitted + 1
-  elseif answer[2] == 0 then
-    duplicates = duplicates + 1
   end
   reply[#reply + 1] = answer
 end

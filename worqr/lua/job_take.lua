@@ -1,6 +1,7 @@
 -- job_take: finish a batch of this worker's jobs of one queue, storing their
 --   results, and take up to `count` more, in one call (a worker's steady state).
---   On the way: purge expired records, promote due jobs, tell the next timer.
+--   On the way: purge expired records, promote due jobs, fire due schedules,
+--   tell the next timer.
 -- KEYS[1] tasks          list    ready entries at priority 0; the right end is the front
 -- KEYS[2] job_prio       zset    ready entries with a priority
 -- KEYS[3] job_seq        string  lives and priority order
@@ -23,6 +24,9 @@
 -- KEYS[20] seq           string  per-queue take counter (orders `owned`)
 -- KEYS[21] config        hash    per-queue options; 'kind' is 'jobs'
 -- KEYS[22] stats         hash    lifetime counters of the queue, by event
+-- KEYS[23] job_sched     hash    schedule name -> spec (lib/schedule)
+-- KEYS[24] job_sched_next zset   schedule names by next fire ms
+-- KEYS[25] job_sched_data hash   schedule name -> payload of its jobs
 -- ARGV[1] worker            the worker's id
 -- ARGV[2] pid_prefix        client-chosen, unique per call; new process i is pid_prefix .. i
 -- ARGV[3] count             how many jobs to take at most (>= 0; 0 only finishes)
@@ -31,18 +35,20 @@
 -- ARGV[6] notify            the queue's channel for waiters
 -- ARGV[7] policy            JSON: retention and budgets in ms (JobSettings.policy)
 -- ARGV[8..n] finishes       four per finished job: pid, entry, result type (s, b, n), result
--- Reply: {finished, taken, more}. finished: one integer per finish, in order: 1
+-- Reply: {finished, taken, more, refill}. finished: one integer per finish, in order: 1
 --   accepted, 0 fenced (the process no longer existed: failed over, cancelled,
 --   deleted), 2 already finished by this same pid (a resend). taken: flat array,
 --   four per job: pid, entry, payload, JSON {a attempt, f failures, r recoveries,
 --   d ms since it was available, R retries, B backoff, T timeout ms}. more: 1 when
 --   the take stopped at the skip budget with jobs maybe left (call again).
+--   refill: cron schedules low on fire times, six fields each (name, version,
+--   cron, tz, last buffered ms, now ms): compute more, send job_sched_refill.
 --   Resending the same call finishes nothing twice and returns what it took.
 -- Errors: WORQR_NOT_MEMBER when count > 0 and the worker is not (or no longer) a
 --   member (nothing is finished then: resend with count 0); WORQR_TASK_QUEUE when
 --   the queue holds tasks.
 -- Events: 'done:<id>' on notify for a finished job someone waits for; 'work:<n>'
---   to idle workers for promoted jobs this call does not take; 'due:<ms>' to the
+--   to idle workers for promoted (or fired) jobs this call does not take; 'due:<ms>' to the
 --   member told when due work comes next.
 --!include publish
 --!include wake
@@ -50,6 +56,8 @@
 --!include ready
 --!include terminal
 --!include promote
+--!include create
+--!include schedule
 --!include end_process
 --!include take
 --!include kind
@@ -61,6 +69,9 @@ local idle = KEYS[19]
 local seq = KEYS[20]
 local config = KEYS[21]
 local stats = KEYS[22]
+local job_sched = KEYS[23]
+local job_sched_next = KEYS[24]
+local job_sched_data = KEYS[25]
 local worker = ARGV[1]
 local pid_prefix = ARGV[2]
 local count = tonumber(ARGV[3])
@@ -70,6 +81,7 @@ local notify = ARGV[6]
 local policy = cjson.decode(ARGV[7])
 local first_finish = 8  -- ARGV[8..n] finishes
 J.members, J.idle, J.stats, J.notify = members, idle, stats, notify
+J.sched, J.sched_next, J.sched_data = job_sched, job_sched_next, job_sched_data
 
 
 -- taken_of(pid, entry) -> the four reply fields of a job this worker holds
@@ -129,14 +141,18 @@ if resent then
     local a, b, c, d = taken_of(pid, entry, now)
     taken[#taken + 1], taken[#taken + 2], taken[#taken + 3], taken[#taken + 4] = a, b, c, d
   end
-  return {finished, taken, 0}
+  return {finished, taken, 0, {}}
 end
 
 purge(J, now, math.max(policy.purge_budget, 2 * done), policy)
-local timed = redis.call('EXISTS', job_delayed) + redis.call('EXISTS', job_retrying) > 0
+local timed = redis.call('EXISTS', job_delayed, job_retrying, job_sched_next) > 0
 local promoted = 0
+local refill = {}
 if timed then
   promoted = promote(J, now, policy.promote_chunk)
+  local fired
+  fired, refill = fire_schedules(J, now, policy.misfire_grace)
+  promoted = promoted + fired
 end
 
 local taken = {}
@@ -186,4 +202,4 @@ end
 if timed then
   arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
 end
-return {finished, taken, more}
+return {finished, taken, more, refill}

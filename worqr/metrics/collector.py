@@ -30,6 +30,7 @@ from .._core import job_scripts
 from .._core.lua import digest, source
 from .._jobs import STATES
 from .._keys import MeshKeys, QueueKeys
+from .schedules import STALLED_HELP, read_schedules
 
 logger = logging.getLogger("worqr.metrics")
 
@@ -63,11 +64,13 @@ JOB_EVENTS = (
     "redriven",
     "purged",
     "purged_by_cap",
+    "cron_fired",
+    "cron_skipped",
 )
 """The events the job scripts count in a job queue's `QueueKeys.stats`: finished,
 failed (for good) and cancelled are terminal transitions; retried is a failed
 attempt that will run again after its backoff; poisoned, a job failed for too
-many recoveries (it counts as failed too)."""
+many recoveries (it counts as failed too); cron_fired/cron_skipped: schedules."""
 
 STAT_EVENTS = TASK_EVENTS + tuple(e for e in JOB_EVENTS if e not in TASK_EVENTS)
 """Every field of the lifetime counter hashes that is exported: a task queue
@@ -109,7 +112,8 @@ class MeshCollector(Collector):
     Exports ``worqr_queue_tasks``, ``worqr_queue_processes``, ``worqr_queue_failed``,
     ``worqr_queue_workers`` (by queue), ``worqr_queue_events_total`` (by queue and
     event), for job queues ``worqr_jobs`` (by queue and state) and
-    ``worqr_jobs_overdue`` (by queue), ``worqr_queues``, ``worqr_workers_registered``,
+    ``worqr_jobs_overdue``, ``worqr_schedules`` and ``worqr_schedules_stalled`` (by
+    queue), ``worqr_queues``, ``worqr_workers_registered``,
     ``worqr_workers_alive``, and about itself ``worqr_collector_up``,
     ``worqr_collector_errors_total``, ``worqr_collector_scrape_seconds``.
 
@@ -213,6 +217,8 @@ class MeshCollector(Collector):
         overdue = _labelled(
             "worqr_jobs_overdue", "Delayed and retrying jobs already due, not yet queued", ["queue"]
         )
+        schedules = _labelled("worqr_schedules", "Schedules of the queue", ["queue"])
+        stalled = _labelled("worqr_schedules_stalled", STALLED_HELP, ["queue"])
         for start in range(0, len(shown), PIPELINE_QUEUES):
             batch = shown[start : start + PIPELINE_QUEUES]
             # The registry of job queues lets their counts ride in the first round
@@ -222,6 +228,12 @@ class MeshCollector(Collector):
             late = [q for q in batch if _is_jobs(replies[q][5]) and q not in counted]
             if late:
                 counted.update(self._read_job_counts(late))
+            job_queues = [q for q in batch if _is_jobs(replies[q][5])]
+            for queue, (n_schedules, n_stalled) in read_schedules(
+                self.redis, self.mesh, job_queues
+            ).items():
+                schedules.add_metric([queue], float(n_schedules))
+                stalled.add_metric([queue], float(n_stalled))
             for queue in batch:
                 n_tasks, n_processes, n_failed, n_members, stats, kind = replies[queue]
                 is_jobs = _is_jobs(kind)
@@ -247,6 +259,8 @@ class MeshCollector(Collector):
             events,
             jobs,
             overdue,
+            schedules,
+            stalled,
             _gauge("worqr_queues", "Queues in the mesh registry", float(len(queues))),
             _gauge("worqr_workers_registered", "Workers in the mesh registry", float(len(workers))),
             _gauge("worqr_workers_alive", "Registered workers whose lease is alive", float(alive)),

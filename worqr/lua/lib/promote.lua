@@ -1,7 +1,7 @@
 -- lib/promote: due delayed and retrying jobs become ready, and the member told
 -- when the queue next has due work.
 -- J as in lib/terminal, plus tasks, prio, seq, delayed, retrying, timer, members,
--- idle. (needs lib/jobs, lib/ready)
+-- idle; and sched_next in the scripts that hold the schedule keys. (needs lib/jobs, lib/ready)
 
 -- promote(J, now, chunk) -> how many became ready
 --   At most `chunk` due jobs (delayed first, then retrying), each at the back of
@@ -37,11 +37,21 @@ local function promote(J, now, chunk)
   return promoted
 end
 
--- next_wake(J) -> the earliest due time of a delayed or retrying job, or nil
-local function next_wake(J)
+-- next_wake(J, now) -> the earliest due time of a delayed or retrying job or,
+-- when the script holds the schedule keys (J.sched_next), of a schedule's next
+-- fire still to come, or nil. (A schedule due in the past is stalled, waiting
+-- for fire times or members: the next take or poll visits it, no timer.)
+local function next_wake(J, now)
   local wake = nil
   for _, zset in ipairs({J.delayed, J.retrying}) do
     local head = redis.call('ZRANGE', zset, 0, 0, 'WITHSCORES')
+    if head[2] and (wake == nil or tonumber(head[2]) < wake) then
+      wake = tonumber(head[2])
+    end
+  end
+  if J.sched_next then
+    local head = redis.call('ZRANGEBYSCORE', J.sched_next, '(' .. now, '+inf', 'WITHSCORES',
+      'LIMIT', 0, 1)
     if head[2] and (wake == nil or tonumber(head[2]) < wake) then
       wake = tonumber(head[2])
     end
@@ -64,9 +74,11 @@ end
 --   told of a time no later, that has not come yet, is left alone: one member per
 --   queue wakes per due instant, not every idle one.
 local function arm_timer(J, now, exclude, wake_prefix, publish, grace)
-  local wake = next_wake(J)
+  local wake = next_wake(J, now)
   if not wake then
-    redis.call('DEL', J.timer)
+    if J.sched_next then  -- else a schedule's next fire may still need the holder
+      redis.call('DEL', J.timer)
+    end
     return
   end
   local held = redis.call('HMGET', J.timer, 'w', 'at')

@@ -1,0 +1,96 @@
+"""Plans of the schedules: `schedule` (an idempotent upsert), `unschedule`,
+`get_schedules`. Firing is no plan of its own: the scripts that promote due
+jobs fire due schedules too (lib/schedule.lua)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .._errors import WrongQueueKindError
+from .._schedules import (
+    ScheduleInfo,
+    check_schedule_options,
+    cron_fires,
+    schedule_info,
+    schedule_spec,
+)
+from . import job_scripts
+from .base import text
+from .calls import Plan, command
+from .jobs_submit import JobProducing, job_options
+
+
+class Schedules(JobProducing):
+    def schedule(
+        self,
+        queue: str,
+        name: str,
+        *,
+        cron: str | None = None,
+        every: float | None = None,
+        tz: str = "UTC",
+        payload: str | bytes = "",
+        overlap: bool = True,
+        options: dict[str, Any] | None = None,
+    ) -> Plan[ScheduleInfo]:
+        """Create or replace the schedule ``name`` of ``queue``; an equal spec
+        changes nothing. Every argument is checked before anything is sent."""
+        keys = self.queue_keys(queue)
+        check_schedule_options(options or {})
+        recorded = job_options(**(options or {}))
+        spec = schedule_spec(
+            name,
+            cron=cron,
+            every=every,
+            tz=tz,
+            payload=self.encode_task(payload),
+            overlap=overlap,
+            options=recorded,
+        )
+        fires: list[int] = []
+        if spec.cron is not None:  # computed from Redis's clock, never ours
+            seconds, micros = yield command("TIME")
+            now = int(seconds) * 1000 + int(micros) // 1000
+            fires = cron_fires(spec.cron, spec.tz, now, now)
+        publish = self.publish or (yield from self.publish_command())
+        try:
+            _, next_ms = yield job_scripts.job_sched_set(
+                keys,
+                spec.name,
+                spec.wire(),
+                spec.payload,
+                fires,
+                publish=publish,
+                policy=self.settings.jobs.policy,
+            )
+        except WrongQueueKindError as error:
+            raise WrongQueueKindError(
+                f"queue {queue!r}: {error}", queue_kind=error.queue_kind
+            ) from None
+        self._kinds[queue] = "jobs"
+        yield from self.register_job_queue(queue)
+        nxt = int(next_ms)
+        return ScheduleInfo(
+            queue=queue,
+            name=spec.name,
+            cron=spec.cron,
+            every=None if spec.every_ms is None else spec.every_ms / 1000,
+            tz=spec.tz,
+            next_run=None if nxt < 0 else nxt / 1000,
+            overlap=spec.overlap,
+        )
+
+    def unschedule(self, queue: str, name: str) -> Plan[bool]:
+        keys = self.queue_keys(queue)
+        if not isinstance(name, str):
+            raise TypeError(f"schedule name must be str, not {type(name).__name__}")
+        removed = yield job_scripts.job_sched_remove(keys, name)
+        return int(removed) == 1
+
+    def get_schedules(self, queue: str) -> Plan[list[ScheduleInfo]]:
+        keys = self.queue_keys(queue)
+        raw = yield command("HGETALL", keys.job_sched)
+        pairs = raw.items() if isinstance(raw, dict) else zip(raw[::2], raw[1::2], strict=True)
+        found = [schedule_info(queue, text(name), json.loads(spec)) for name, spec in pairs]
+        return sorted(found, key=lambda info: info.name)

@@ -1,0 +1,100 @@
+-- job_sched_set: create or replace a schedule of the queue (which becomes a job
+--   queue). An equal spec (same version) is kept as it is: its anchor, buffer
+--   and last fire stay, and only fire times it lacks are added. A changed spec
+--   replaces it from now (a new anchor, the given buffer), keeping the last fire
+--   consumed so no fire time runs twice.
+-- KEYS[1] tasks          list    ready entries at priority 0; the right end is the front
+-- KEYS[2] job_prio       zset    ready entries with a priority
+-- KEYS[3] job_seq        string  lives and priority order
+-- KEYS[4] jobs           hash    id -> record
+-- KEYS[5] job_data       hash    id -> payload
+-- KEYS[6] job_result     hash    id -> result
+-- KEYS[7] job_progress   hash    id -> last progress value
+-- KEYS[8] job_delayed    zset    delayed entries by due ms
+-- KEYS[9] job_retrying   zset    retrying entries by due ms
+-- KEYS[10] job_finished  zset    finished ids by purge ms
+-- KEYS[11] job_failed    zset    failed ids by purge ms
+-- KEYS[12] job_cancelled zset    cancelled ids by purge ms
+-- KEYS[13] job_unique    hash    unique marker -> id#life
+-- KEYS[14] job_counts    hash    state -> count
+-- KEYS[15] job_timer     hash    the member told when due work comes next
+-- KEYS[16] processes     hash    process id -> entry (a task queue's: its tasks)
+-- KEYS[17] members       set     workers of this queue
+-- KEYS[18] idle          set     members waiting for work
+-- KEYS[19] config        hash    per-queue options; 'kind' is 'jobs' on a job queue
+-- KEYS[20] stats         hash    lifetime counters of the queue, by event
+-- KEYS[21] job_sched     hash    schedule name -> spec (lib/schedule)
+-- KEYS[22] job_sched_next zset   schedule names by next fire ms
+-- KEYS[23] job_sched_data hash   schedule name -> payload of its jobs
+-- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
+-- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
+-- ARGV[3] policy            JSON: retention and budgets in ms (JobSettings.policy)
+-- ARGV[4] name              the schedule's name
+-- ARGV[5] spec              JSON: v version, c cron | e every ms, z tz, o overlap 0/1,
+--                           j the jobs' options
+-- ARGV[6] payload           the payload of the jobs it creates
+-- ARGV[7..n] fires          a cron's next fire times, ms ascending (none for every)
+-- Reply: {status, next}: status 1 created, 2 replaced, 0 unchanged (an equal
+--   spec); next the next fire ms, or -1 when none is known.
+-- Errors: WORQR_TASK_QUEUE when the queue holds tasks (it is a task queue).
+-- Events: 'due:<ms>' to the member told when due work comes next.
+--!include publish
+--!include jobs
+--!include ready
+--!include promote
+--!include create
+--!include schedule
+--!include kind
+--!include job_keys
+local processes = KEYS[16]
+local members = KEYS[17]
+local idle = KEYS[18]
+local config = KEYS[19]
+local stats = KEYS[20]
+local job_sched = KEYS[21]
+local job_sched_next = KEYS[22]
+local job_sched_data = KEYS[23]
+local wake_prefix = ARGV[1]
+local publish = publish_command(ARGV[2])
+local policy = cjson.decode(ARGV[3])
+local name = ARGV[4]
+local spec = cjson.decode(ARGV[5])
+local payload = ARGV[6]
+local first_fire = 7  -- ARGV[7..n] fires
+J.members, J.idle, J.stats = members, idle, stats
+J.sched, J.sched_next, J.sched_data = job_sched, job_sched_next, job_sched_data
+
+local refused = make_job_queue(config, tasks, processes)
+if refused then
+  return refused
+end
+local now = now_ms()
+local fires = {}
+for i = first_fire, #ARGV do
+  fires[#fires + 1] = tonumber(ARGV[i])
+end
+
+local raw = redis.call('HGET', job_sched, name)
+local old = raw and cjson.decode(raw)
+if old and old.v == spec.v then
+  if old.c and merge_fires(old, fires) > 0 then
+    save_schedule(J, name, old, now)
+    arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
+  end
+  return {0, old.n or -1}
+end
+
+if old then  -- the fire times already consumed stay consumed
+  spec.L, spec.i = old.L, old.i
+end
+if spec.e then
+  spec.a = now
+  spec.n = now + spec.e
+else
+  spec.f = {}
+  merge_fires(spec, fires)
+end
+redis.call('HSET', job_sched_data, name, payload)
+save_schedule(J, name, spec, now)
+arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
+return {old and 2 or 1, spec.n or -1}

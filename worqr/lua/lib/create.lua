@@ -1,0 +1,60 @@
+-- lib/create: create one job by its id, the rule `job_submit` and a schedule's
+-- fire share.
+-- J as in lib/job_keys. (needs lib/jobs, lib/ready)
+
+local ENDED_INDEX = {f = 'finished', x = 'failed', c = 'cancelled'}
+
+-- create_job(J, id, nonce, payload, options, now) -> {id, created, state}, new
+--   (new: true when this call wrote the job)
+--   A resend of the same call (same nonce) answers as the first call did; a live
+--   job with this id (or, with a unique marker, with this payload) makes this one
+--   a duplicate (created 0, the live job's id) and nothing is written; a
+--   terminal one starts a new life. The job is queued (due now) or delayed.
+--   options: d delay ms | A at ms, P priority, u unique marker, R retries,
+--   B backoff, T timeout ms, k result ttl ms.
+local function create_job(J, id, nonce, payload, options, now)
+  local record = load_job(J.jobs, id)
+  if record and record.n == nonce then
+    return {id, 1, record.s}  -- a resend: what the first call did
+  elseif record and LIVE[record.s] then
+    return {id, 0, record.s}
+  elseif options.u then
+    local holder = redis.call('HGET', J.unique, options.u)
+    if holder then
+      local other, life = split_entry(holder)
+      local held = load_job(J.jobs, other)
+      if is_live(held, life) then
+        return {other, 0, held.s}
+      end
+    end
+  end
+  if record then  -- terminal: its old life ends here
+    redis.call('ZREM', J[ENDED_INDEX[record.s]], id)
+    redis.call('HDEL', J.result, id)
+    redis.call('HDEL', J.progress, id)
+    tally(J.counts, record.s, -1)
+  end
+  local life = redis.call('INCR', J.seq)
+  local entry = entry_of(id, life)
+  local due = options.A or (now + (options.d or 0))
+  record = {
+    l = life, n = nonce, c = now, a = 0, f = 0, r = 0, P = options.P or 0,
+    R = options.R, B = options.B, T = options.T, k = options.k, u = options.u,
+  }
+  redis.call('HSET', J.data, id, payload)
+  if options.u then
+    redis.call('HSET', J.unique, options.u, entry)
+  end
+  if due > now then
+    record.s = 'd'
+    record.v = due
+    redis.call('ZADD', J.delayed, due, entry)
+  else
+    record.s = 'q'
+    record.v = now
+    push_ready(J.tasks, J.prio, J.seq, record, entry, false)
+  end
+  tally(J.counts, record.s, 1)
+  save_job(J.jobs, id, record)
+  return {id, 1, record.s}, true
+end
