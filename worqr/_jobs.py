@@ -10,11 +10,16 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._process import Process, decode_task
 
-JobState = Literal["delayed", "queued", "active", "retrying", "finished", "failed", "cancelled"]
+if TYPE_CHECKING:
+    from ._flows import ChildOutcome
+
+JobState = Literal[
+    "delayed", "queued", "active", "retrying", "waiting", "finished", "failed", "cancelled"
+]
 
 STATES: tuple[JobState, ...] = (
     "delayed",
@@ -32,6 +37,7 @@ STATE_CODES: dict[str, JobState] = {
     "q": "queued",
     "a": "active",
     "r": "retrying",
+    "w": "waiting",  # a flow parent, until its children end (not one of STATES)
     "f": "finished",
     "x": "failed",
     "c": "cancelled",
@@ -39,6 +45,7 @@ STATE_CODES: dict[str, JobState] = {
 TERMINAL: frozenset[JobState] = frozenset({"finished", "failed", "cancelled"})
 
 MAX_ID_CHARS = 256
+APPLIED_TTL_MS = 24 * 3600 * 1000  # how long a target remembers a flow hop it applied
 MAX_ERROR_CHARS = 1024
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -149,6 +156,8 @@ class JobSettings:
             script call, least records purged per take, cancelled entries a take
             skips at most, jobs per `submit_many` script call.
         timer_grace: seconds the timer holder's key outlives its wake time.
+        relay_lease: seconds before a flow's hop no relay applied is relayed by
+            another worker (the one that wrote it relays it at once).
     """
 
     retries: int = 3
@@ -165,6 +174,7 @@ class JobSettings:
     skip_budget: int = 1000
     submit_chunk: int = 500
     timer_grace: float = 1.0
+    relay_lease: float = 10.0
     policy: str = field(init=False, repr=False, compare=False)
     """What scripts need of these settings, as their JSON argument (ms)."""
 
@@ -173,7 +183,14 @@ class JobSettings:
         check_backoff(self.backoff)
         if self.timeout is not None:
             _number("timeout", self.timeout, above=True)
-        for name in ("result_ttl", "failure_ttl", "cancelled_ttl", "min_retention", "timer_grace"):
+        for name in (
+            "result_ttl",
+            "failure_ttl",
+            "cancelled_ttl",
+            "min_retention",
+            "timer_grace",
+            "relay_lease",
+        ):
             _number(name, getattr(self, name))
         for name in (
             "max_retained",
@@ -195,6 +212,8 @@ class JobSettings:
                 "promote_chunk": self.promote_chunk,
                 "skip_budget": self.skip_budget,
                 "timer_grace": ms(self.timer_grace),
+                "relay_lease": ms(self.relay_lease),
+                "applied_ttl": APPLIED_TTL_MS,
             },
             separators=(",", ":"),
         )
@@ -302,3 +321,6 @@ class JobProcess(Process):
     retries: int | None
     backoff: Backoff | float | None
     timeout: float | None
+    children: tuple[ChildOutcome, ...] | None = None
+    """A flow parent's children as they ended (`current_job().children()`)."""
+    child_policy: str | None = None

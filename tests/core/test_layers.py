@@ -1,6 +1,6 @@
 """The package's folders are its layers, and imports only go down.
 
-    base      _errors, _keys, _settings, _process, _hooks, _jobs, _version, embedded*,
+    base      _errors, _keys, _settings, _process, _hooks, _jobs, _flows, _version, embedded*,
               _parent_death
     _core     sans-I/O: plans, script builders, replies, cluster routing
     _clients  the two colours (Worqr, AsyncWorqr), connections, subscribers
@@ -33,6 +33,7 @@ RANKS = {
     "_process": 0,
     "_hooks": 0,
     "_jobs": 0,
+    "_flows": 0,
     "_version": 0,
     "embedded": 0,
     "embedded_cluster": 0,

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from .base import Callback
 from .dead_letters import DeadLetters
-from .jobs_submit import JobProducing
+from .flows import Flows
 from .liveness import Liveness
 from .notify import Notifications
 from .reads import Reads
 
 
-class Core(Liveness, DeadLetters, JobProducing, Reads, Notifications):
+class Core(Liveness, DeadLetters, Flows, Reads, Notifications):
     """State and plans of one client: every plan `Worqr` and `AsyncWorqr` run."""
 
 

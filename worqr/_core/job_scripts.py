@@ -60,6 +60,7 @@ def job_take(
             keys.seq,
             keys.config,
             keys.stats,
+            *keys.flow_keys,
         ),
         (
             worker,
@@ -96,6 +97,7 @@ def job_fail(
             keys.members,
             keys.idle,
             keys.stats,
+            *keys.flow_keys,
         ),
         (
             pid,
@@ -140,6 +142,7 @@ def job_requeue_owned(
             keys.idle,
             keys.config,
             keys.stats,
+            *keys.flow_keys,
         ),
         (worker, mode, chunk, max_recoveries, keys.wake_prefix, publish, keys.notify, policy),
     )
@@ -148,7 +151,7 @@ def job_requeue_owned(
 def job_cancel(keys: QueueKeys, id: str, nonce: str, *, publish: str, policy: str) -> Call:
     return Call(
         "job_cancel",
-        (*keys.job_keys, keys.processes, keys.stats),
+        (*keys.job_keys, keys.processes, keys.stats, *keys.flow_keys),
         (id, nonce, keys.events, publish, keys.notify, policy),
     )
 
@@ -156,7 +159,7 @@ def job_cancel(keys: QueueKeys, id: str, nonce: str, *, publish: str, policy: st
 def job_cancel_payload(keys: QueueKeys, payload: bytes, *, publish: str, policy: str) -> Call:
     return Call(
         "job_cancel_payload",
-        (*keys.job_keys, keys.processes, keys.stats),
+        (*keys.job_keys, keys.processes, keys.stats, *keys.flow_keys),
         (payload, keys.events, publish, keys.notify, policy),
     )
 

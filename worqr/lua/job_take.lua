@@ -23,6 +23,11 @@
 -- KEYS[20] seq           string  per-queue take counter (orders `owned`)
 -- KEYS[21] config        hash    per-queue options; 'kind' is 'jobs'
 -- KEYS[22] stats         hash    lifetime counters of the queue, by event
+-- KEYS[23] job_outbox    zset    operations for other queues -> when a relay may take them
+-- KEYS[24] job_outbox_data hash  operation id -> header JSON
+-- KEYS[25] job_outbox_body hash  operation id -> body (a result passed on)
+-- KEYS[26] job_flow      hash    parent#life|i -> child i's outcome
+-- KEYS[27] job_waiting   zset    flow parents waiting for their children
 -- ARGV[1] worker            the worker's id
 -- ARGV[2] pid_prefix        client-chosen, unique per call; new process i is pid_prefix .. i
 -- ARGV[3] count             how many jobs to take at most (>= 0; 0 only finishes)
@@ -31,12 +36,14 @@
 -- ARGV[6] notify            the queue's channel for waiters
 -- ARGV[7] policy            JSON: retention and budgets in ms (JobSettings.policy)
 -- ARGV[8..n] finishes       four per finished job: pid, entry, result type (s, b, n), result
--- Reply: {finished, taken, more}. finished: one integer per finish, in order: 1
+-- Reply: {finished, taken, more, ops}. finished: one integer per finish, in order: 1
 --   accepted, 0 fenced (the process no longer existed: failed over, cancelled,
 --   deleted), 2 already finished by this same pid (a resend). taken: flat array,
 --   four per job: pid, entry, payload, JSON {a attempt, f failures, r recoveries,
---   d ms since it was available, R retries, B backoff, T timeout ms}. more: 1 when
---   the take stopped at the skip budget with jobs maybe left (call again).
+--   d ms since it was available, R retries, B backoff, T timeout ms; a flow parent's
+--   C children's queues, F failure policy}. more: 1 when the take stopped at the
+--   skip budget with jobs maybe left (call again). ops: flat, three per outbox
+--   operation the finishes wrote (lib/flow): op id, header, body.
 --   Resending the same call finishes nothing twice and returns what it took.
 -- Errors: WORQR_NOT_MEMBER when count > 0 and the worker is not (or no longer) a
 --   member (nothing is finished then: resend with count 0); WORQR_TASK_QUEUE when
@@ -48,6 +55,7 @@
 --!include wake
 --!include jobs
 --!include ready
+--!include flow
 --!include terminal
 --!include promote
 --!include end_process
@@ -61,6 +69,12 @@ local idle = KEYS[19]
 local seq = KEYS[20]
 local config = KEYS[21]
 local stats = KEYS[22]
+local job_outbox = KEYS[23]
+local job_outbox_data = KEYS[24]
+local job_outbox_body = KEYS[25]
+local job_flow = KEYS[26]
+local job_waiting = KEYS[27]
+
 local worker = ARGV[1]
 local pid_prefix = ARGV[2]
 local count = tonumber(ARGV[3])
@@ -70,6 +84,8 @@ local notify = ARGV[6]
 local policy = cjson.decode(ARGV[7])
 local first_finish = 8  -- ARGV[8..n] finishes
 J.members, J.idle, J.stats, J.notify = members, idle, stats, notify
+J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
+J.flow, J.waiting = job_flow, job_waiting
 
 
 -- taken_of(pid, entry) -> the four reply fields of a job this worker holds
@@ -78,7 +94,7 @@ local function taken_of(pid, entry, now)
   local record = load_job(jobs, id)
   local meta = {
     a = record.a, f = record.f, r = record.r, d = math.max(0, now - (record.v or now)),
-    R = record.R, B = record.B, T = record.T,
+    R = record.R, B = record.B, T = record.T, C = record.cq, F = record.cf,
   }
   return pid, entry, redis.call('HGET', job_data, id) or '', cjson.encode(meta)
 end
@@ -129,7 +145,7 @@ if resent then
     local a, b, c, d = taken_of(pid, entry, now)
     taken[#taken + 1], taken[#taken + 2], taken[#taken + 3], taken[#taken + 4] = a, b, c, d
   end
-  return {finished, taken, 0}
+  return {finished, taken, 0, FLOW_OPS}
 end
 
 purge(J, now, math.max(policy.purge_budget, 2 * done), policy)
@@ -186,4 +202,4 @@ end
 if timed then
   arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
 end
-return {finished, taken, more}
+return {finished, taken, more, FLOW_OPS}
