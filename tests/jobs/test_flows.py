@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
+import redis
 
 import worqr
 from tests.support.waiting import wait_until
@@ -262,3 +263,41 @@ def test_bad_input_raises_and_writes_nothing(wq: worqr.Worqr) -> None:
     assert wq.cancel_flow("nothing") is False
     for queue in ("a", "b"):
         assert wq._queue_kind(queue) == "tasks"  # never made a job queue
+
+
+def test_a_hop_relayed_twice_is_applied_once(make: Make, redis_url: str) -> None:
+    """The finishing worker dies before relaying (its relay is skipped here); a
+    straggler relay applies the hop; the same hop relayed again (a relay that
+    died before its ack) creates nothing, even once the step was purged."""
+    jobs = worqr.JobSettings(relay_lease=0.2, result_ttl=0, min_retention=0)
+    producer, worker = make(jobs=jobs), make(start=True, jobs=jobs)
+
+    def no_relay(queue: str, flat: object) -> object:
+        return iter(())
+
+    worker._core.relay_written = no_relay  # type: ignore[method-assign]
+    flow = producer.submit_chain([worqr.Step("h1", "x"), worqr.Step("h2")])
+    worker._mark_job_queue("h1")
+    _, [step], _ = worker._take_jobs("h1", [], 1)
+    assert worker._take_jobs("h1", [(step, "s", b"result")], 0)[0] == [True]
+    outbox = producer._core.queue_keys("h1")
+    with redis.Redis.from_url(redis_url) as raw:
+        [hop] = raw.zrange(outbox.job_outbox, 0, -1)
+        header = raw.hget(outbox.job_outbox_data, hop)
+        assert producer.get_job("h2", f"{flow.id}.1") is None
+        assert producer.relay("h2") == 0  # nothing in h2's own outbox
+        wait_until(lambda: producer._drive(producer._core.relay_stragglers()) == 1, 5)
+        assert producer.get_job("h2", f"{flow.id}.1").payload == "result"
+        assert raw.zcard(outbox.job_outbox) == 0  # acked
+        # The same hop again (as if its ack had been lost), after the step was purged.
+        worker._mark_job_queue("h2")
+        _, [second], _ = worker._take_jobs("h2", [], 1)
+        worker._take_jobs("h2", [(second, "n", b"")], 0)
+        worker._promote_jobs("h2")  # purges
+        assert producer.get_job("h2", f"{flow.id}.1") is None
+        raw.zadd(outbox.job_outbox, {hop: 0})
+        raw.hset(outbox.job_outbox_data, hop, header)
+        raw.hset(outbox.job_outbox_body, hop, "result")
+    assert producer.relay("h1") == 1
+    assert producer.get_job("h2", f"{flow.id}.1") is None  # not created again
+    assert producer.count_jobs("h2")["queued"] == 0
