@@ -76,6 +76,12 @@ def _job(args: argparse.Namespace) -> int:
     return job(args)
 
 
+def _flow(args: argparse.Namespace) -> int:
+    from ._cli.flows import flow
+
+    return flow(args)
+
+
 def _jobs(args: argparse.Namespace) -> int:
     from ._cli.jobs import jobs
 
@@ -133,6 +139,7 @@ RUNNERS: dict[str, Runner] = {
     "submit": _submit,
     "job": _job,
     "jobs": _jobs,
+    "flow": _flow,
     "status": _status,
     "top": _top,
     "redis": _redis,
