@@ -162,6 +162,7 @@ def test_the_wall_screen_covers_what_the_team_watches() -> None:
         'event="retried"',  # job retries vs failures
         "worqr_job_timeouts_total",
         "worqr_jobs_overdue",
+        "worqr_flow_outbox",  # flow hops waiting, and late ones
     ):
         assert needle in text, needle
 

@@ -86,3 +86,7 @@ def flow_index(
     keys: MeshKeys, id: str, *, mode: Literal["add", "cancel"], spec: str, ttl_ms: int
 ) -> Call:
     return Call("flow_index", (keys.flows, keys.flows_purge), (mode, id, spec, ttl_ms))
+
+
+def job_outbox_age(keys: QueueKeys) -> Call:
+    return Call("job_outbox_age", (keys.job_outbox,), ())
