@@ -84,9 +84,7 @@ def run(url: str, chains: int, children: int, concurrency: int) -> None:
                 while flow.id not in started and time.monotonic() < deadline:
                     time.sleep(0.0005)
             hops = [(started[k] - ended[k]) * 1000 for k in started if k in ended]
-            print(
-                f"hop latency, {len(hops)} of {chains} chains (finish of a step to start of the next):"
-            )
+            print(f"hop latency, {len(hops)} of {chains} chains (step finish to next start):")
             print(
                 f"  p50 {quantile(hops, 0.5):.2f} ms  p99 {quantile(hops, 0.99):.2f} ms  "
                 f"max {max(hops):.2f} ms  mean {statistics.fmean(hops):.2f} ms"
