@@ -15,6 +15,7 @@ from redis.cluster import RedisCluster
 import worqr
 from tests.support.cluster import LocalCluster, redis_cluster, redis_cluster_url
 from tests.support.waiting import wait_until
+from worqr._core import flow_scripts
 from worqr._core.lua import script_names
 
 from .conftest import QUIET
@@ -134,6 +135,11 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
     assert producer.get_flow(tree.id).state == "failed"
     assert producer.cancel_flow(chain.id)  # job_flow_cancel
     assert producer.relay() == 0  # job_outbox_claim; every hop was acked (job_outbox_ack)
+
+    def outbox_age() -> Any:  # the exporter's read
+        return (yield flow_scripts.job_outbox_age(producer._core.queue_keys("flow-0")))
+
+    assert producer._drive(outbox_age()) == [0, 0]
     job_scripts = {name for name in script_names() if name.startswith("job_")}
     assert job_scripts <= ran, job_scripts - ran
 

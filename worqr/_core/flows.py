@@ -82,7 +82,7 @@ class Flows(JobProducing, JobReads):
             raise JobNotFoundError(f"no flow {flow_id!r} (never submitted, or forgotten)")
         infos = []
         for queue, id in entry["j"]:
-            info = yield from self.get_job(queue, id)
+            info = yield from self.read_job(queue, id)
             if info is not None:
                 infos.append(info)
         root_id = entry["j"][0][1]

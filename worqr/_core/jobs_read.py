@@ -36,11 +36,17 @@ def _state_of(state: object) -> str:
 
 class JobReads(Relay):
     def get_job(self, queue: str, id: str) -> Plan[JobInfo | None]:
+        found = yield from self.read_job(queue, id)
+        if found is None:
+            yield from self.refuse_task_queue(queue)
+        return found
+
+    def read_job(self, queue: str, id: str) -> Plan[JobInfo | None]:
+        """The job, or None (on any kind of queue: a flow's job not created yet)."""
         keys = self.queue_keys(queue)
         validate_job_id(id)
         reply = yield job_scripts.job_watch(keys, id, watch=False, with_payload=True)
         if reply is None:
-            yield from self.refuse_task_queue(queue)
             return None
         raw, payload, result, progress, _ = reply
         return job_info(
