@@ -21,6 +21,7 @@ from ._errors import (
     WorqrError,
     WrongQueueKindError,
 )
+from ._flows import ChildOutcome, FlowInfo, FlowJob, FlowRef, Step
 from ._hooks import Hooks, WorkerHooks
 from ._jobs import Backoff, JobInfo, JobRef, JobSettings
 from ._keys import MAX_NAME_CHARS, validate_name
@@ -38,7 +39,11 @@ __all__ = [
     "AmbiguousResultError",
     "AsyncWorqr",
     "Backoff",
+    "ChildOutcome",
     "Fail",
+    "FlowInfo",
+    "FlowJob",
+    "FlowRef",
     "Hooks",
     "JobCancelledError",
     "JobContext",
@@ -58,6 +63,7 @@ __all__ = [
     "Retry",
     "ScheduleInfo",
     "Settings",
+    "Step",
     "Worker",
     "WorkerHooks",
     "WorkerSettings",

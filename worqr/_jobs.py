@@ -10,11 +10,16 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._process import Process, decode_task
 
-JobState = Literal["delayed", "queued", "active", "retrying", "finished", "failed", "cancelled"]
+if TYPE_CHECKING:
+    from ._flows import ChildOutcome
+
+JobState = Literal[
+    "delayed", "queued", "active", "retrying", "waiting", "finished", "failed", "cancelled"
+]
 
 STATES: tuple[JobState, ...] = (
     "delayed",
@@ -32,6 +37,7 @@ STATE_CODES: dict[str, JobState] = {
     "q": "queued",
     "a": "active",
     "r": "retrying",
+    "w": "waiting",  # a flow parent, until its children end (not one of STATES)
     "f": "finished",
     "x": "failed",
     "c": "cancelled",
@@ -39,6 +45,7 @@ STATE_CODES: dict[str, JobState] = {
 TERMINAL: frozenset[JobState] = frozenset({"finished", "failed", "cancelled"})
 
 MAX_ID_CHARS = 256
+APPLIED_TTL_MS = 24 * 3600 * 1000  # how long a target remembers a flow hop it applied
 MAX_ERROR_CHARS = 1024
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -152,6 +159,8 @@ class JobSettings:
         misfire_grace: seconds a schedule's missed fires stay owed: when the
             oldest fire due is at most this late, each due fire creates its
             job; later than that (every worker was down), only the latest does.
+        relay_lease: seconds before a flow's hop no relay applied is relayed by
+            another worker (the one that wrote it relays it at once).
     """
 
     retries: int = 3
@@ -169,6 +178,7 @@ class JobSettings:
     submit_chunk: int = 500
     timer_grace: float = 1.0
     misfire_grace: float = 5.0
+    relay_lease: float = 10.0
     policy: str = field(init=False, repr=False, compare=False)
     """What scripts need of these settings, as their JSON argument (ms)."""
 
@@ -184,6 +194,7 @@ class JobSettings:
             "min_retention",
             "timer_grace",
             "misfire_grace",
+            "relay_lease",
         ):
             _number(name, getattr(self, name))
         for name in (
@@ -207,6 +218,8 @@ class JobSettings:
                 "skip_budget": self.skip_budget,
                 "timer_grace": ms(self.timer_grace),
                 "misfire_grace": ms(self.misfire_grace),
+                "relay_lease": ms(self.relay_lease),
+                "applied_ttl": APPLIED_TTL_MS,
             },
             separators=(",", ":"),
         )
@@ -314,3 +327,6 @@ class JobProcess(Process):
     retries: int | None
     backoff: Backoff | float | None
     timeout: float | None
+    children: tuple[ChildOutcome, ...] | None = None
+    """A flow parent's children as they ended (`current_job().children()`)."""
+    child_policy: str | None = None

@@ -180,6 +180,53 @@ class QueueKeys:
         """Hash with a TTL: the member told to wake the queue next (`w`), and when (`at`)."""
         return f"{self.tag}:job:timer"
 
+    # -- flows (an outbox of operations for other queues, and flow parents) ------
+
+    @property
+    def job_outbox(self) -> str:
+        """Zset: operation id -> when a relay may take it (server ms): work this
+        queue's scripts left for other queues (submit a step or child, report to a
+        parent, cancel a child)."""
+        return f"{self.tag}:job:outbox"
+
+    @property
+    def job_outbox_data(self) -> str:
+        """Hash: operation id -> its header (JSON: kind, target queue and id, ...)."""
+        return f"{self.tag}:job:outbox:data"
+
+    @property
+    def job_outbox_body(self) -> str:
+        """Hash: operation id -> its body (a step's or child's result, raw bytes)."""
+        return f"{self.tag}:job:outbox:body"
+
+    @property
+    def job_applied(self) -> str:
+        """Zset: operations applied here (``s:<id>``: a flow job created or
+        blocked) -> when to forget them (server ms)."""
+        return f"{self.tag}:job:applied"
+
+    @property
+    def job_waiting(self) -> str:
+        """Zset: ids of flow parents waiting for their children -> created ms."""
+        return f"{self.tag}:job:waiting"
+
+    @property
+    def job_flow(self) -> str:
+        """Hash: ``parent#life|i`` -> child i's outcome (JSON header, newline,
+        result or error bytes), kept until the parent's life ends."""
+        return f"{self.tag}:job:flow"
+
+    @property
+    def flow_keys(self) -> tuple[str, ...]:
+        """The flow keys every script that can end a job takes after its own."""
+        return (
+            self.job_outbox,
+            self.job_outbox_data,
+            self.job_outbox_body,
+            self.job_flow,
+            self.job_waiting,
+        )
+
     @property
     def job_sched(self) -> str:
         """Hash: schedule name -> its spec (JSON: cron or every, tz, job options,
@@ -260,6 +307,22 @@ class MeshKeys:
         """String, held for one interval by the worker that tidies job queues no
         worker serves (`Upkeep`)."""
         return f"{self.tag}:upkeep"
+
+    @property
+    def flows(self) -> str:
+        """Hash: flow id -> its jobs (JSON: kind, (queue, id) of every job)."""
+        return f"{self.tag}:flows"
+
+    @property
+    def flows_purge(self) -> str:
+        """Zset: flow id -> when its entry in `flows` is forgotten (server ms)."""
+        return f"{self.tag}:flows:purge"
+
+    @property
+    def relayer(self) -> str:
+        """String, held for a relay lease by the worker that relays stragglers
+        of every job queue's outbox."""
+        return f"{self.tag}:relayer"
 
     def alive(self, worker_id: str) -> str:
         return f"{self.tag}:alive:{worker_id}"

@@ -76,6 +76,12 @@ def _job(args: argparse.Namespace) -> int:
     return job(args)
 
 
+def _flow(args: argparse.Namespace) -> int:
+    from ._cli.flows import flow
+
+    return flow(args)
+
+
 def _jobs(args: argparse.Namespace) -> int:
     from ._cli.jobs import jobs
 
@@ -154,6 +160,7 @@ RUNNERS: dict[str, Runner] = {
     "schedule": _schedule,
     "unschedule": _unschedule,
     "schedules": _schedules,
+    "flow": _flow,
     "status": _status,
     "top": _top,
     "redis": _redis,

@@ -1,7 +1,7 @@
 """The package's folders are its layers, and imports only go down.
 
-    base      _errors, _keys, _settings, _process, _hooks, _jobs, _schedules, _version, embedded*,
-              _parent_death
+    base      _errors, _keys, _settings, _process, _hooks, _jobs, _schedules, _flows, _version,
+              embedded*, _parent_death
     _core     sans-I/O: plans, script builders, replies, cluster routing
     _clients  the two colours (Worqr, AsyncWorqr), connections, subscribers
     _runtime  the Worker
@@ -34,6 +34,7 @@ RANKS = {
     "_hooks": 0,
     "_jobs": 0,
     "_schedules": 0,
+    "_flows": 0,
     "_version": 0,
     "embedded": 0,
     "embedded_cluster": 0,

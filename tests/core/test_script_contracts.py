@@ -1,7 +1,7 @@
 """Every Lua script's header is its contract, and its builder keeps it.
 
-A builder in `worqr._core.scripts` (the core's) or `worqr._core.job_scripts`
-(the job layer's) is called with a recognisable value for
+A builder in `worqr._core.scripts` (the core's), `worqr._core.job_scripts`
+(the job layer's) or `worqr._core.flow_scripts` (flows') is called with a recognisable value for
 each parameter; the KEYS and ARGV of the `Call` it returns must be exactly the
 slots the script's header lists, in order. A slot named after a key role is
 that key (``owned`` is ``keys.owned(worker)``); a slot named like a parameter
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from worqr._core import job_scripts, scripts
+from worqr._core import flow_scripts, job_scripts, scripts
 from worqr._core.calls import Call
 from worqr._core.lua import INCLUDE, lib_pieces, raw_lib, raw_source, script_names, source
 from worqr._keys import MeshKeys, QueueKeys
@@ -49,7 +49,7 @@ def header(name: str) -> tuple[list[Slot], list[Slot], str]:
     return keys, argv, head
 
 
-MODULES = (scripts, job_scripts)
+MODULES = (scripts, job_scripts, flow_scripts)
 
 
 def defined_builders() -> list[str]:
@@ -65,7 +65,7 @@ def defined_builders() -> list[str]:
 
 
 def builder(name: str) -> Callable[..., Call]:
-    module = job_scripts if name.startswith("job_") else scripts
+    (module,) = [module for module in MODULES if hasattr(module, name)]
     found: Callable[..., Call] = getattr(module, name)
     return found
 

@@ -161,3 +161,13 @@ def test_delayed_benchmark_runs() -> None:
     costs = {cells[0].strip() for cells in tables if len(cells) == 9}
     assert {"submit", "submit_delayed", "cancel", "take", "finish", "promote"} <= costs
     assert "shallow queue 10 delayed, deep 2,000 delayed" in out
+
+
+def test_flows_benchmark_runs() -> None:
+    """`python -m benchmarks.flows` with tiny sizes: every hop measured, the fan-in
+    ran its parent once with every child's result."""
+    command = [sys.executable, "-m", "benchmarks.flows", "--chains", "10", "--children", "20"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "hop latency, 10 of 10 chains" in done.stdout
+    assert "fan-in of 20 children (result 20)" in done.stdout

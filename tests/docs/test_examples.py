@@ -51,6 +51,12 @@ EXPECTED = {
         r"schedules: \['heartbeat', 'nightly'\]",
         r"unscheduled: True",
     ],
+    "flows.py": [
+        r"chain: stored HTTPS://EXAMPLE\.COM",
+        r"fan-in: q3: 10 parts, total 385",
+        r"on_child_failure=ignore: flow finished: ignore: 2 parts, total 340",
+        r"on_child_failure=fail: flow failed: ChildFailed: child part/\S+\.1 failed: Fail: unlucky",
+    ],
     "metrics_prometheus.py": [
         r'worker endpoint: worqr_tasks_finished_total\{queue="thumbnails"\} 50\.0',
         r'exporter endpoint: worqr_queue_events_total\{event="finished",queue="thumbnails"\} 50',

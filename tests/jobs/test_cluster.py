@@ -16,6 +16,7 @@ from redis.cluster import RedisCluster
 import worqr
 from tests.support.cluster import LocalCluster, redis_cluster, redis_cluster_url
 from tests.support.waiting import wait_until
+from worqr._core import flow_scripts
 from worqr._core.calls import command
 from worqr._core.lua import script_names
 
@@ -126,6 +127,24 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
         exercise_schedules(producer, worker, queue)
         worker.fail_worker()  # job_requeue_owned
         producer.delete_queue(queue)
+    # Flows, their hops across the masters: submit, relay, report, cancel.
+    chain = producer.submit_chain([worqr.Step("flow-0", "x"), worqr.Step("flow-1")])
+    worker._mark_job_queue("flow-0")
+    _, [process], _ = worker._take_jobs("flow-0", [], 1)
+    worker._take_jobs("flow-0", [(process, "s", b"r")], 0)  # job_flow_submit on flow-1
+    assert producer.get_job("flow-1", f"{chain.id}.1").payload == "r"
+    tree = producer.submit_flow(worqr.FlowJob("flow-2", children=[worqr.FlowJob("flow-3")]))
+    worker._mark_job_queue("flow-3")
+    _, [child], _ = worker._take_jobs("flow-3", [], 1)
+    worker._fail_job(child, mode="fail", delay=0, retries=0, error="E")  # job_child_done
+    assert producer.get_flow(tree.id).state == "failed"
+    assert producer.cancel_flow(chain.id)  # job_flow_cancel
+    assert producer.relay() == 0  # job_outbox_claim; every hop was acked (job_outbox_ack)
+
+    def outbox_age() -> Any:  # the exporter's read
+        return (yield flow_scripts.job_outbox_age(producer._core.queue_keys("flow-0")))
+
+    assert producer._drive(outbox_age()) == [0, 0]
     job_scripts = {name for name in script_names() if name.startswith("job_")}
     assert job_scripts <= ran, job_scripts - ran
 

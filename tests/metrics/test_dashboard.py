@@ -164,6 +164,7 @@ def test_the_wall_screen_covers_what_the_team_watches() -> None:
         "worqr_jobs_overdue",
         "worqr_schedules_stalled",
         'event="cron_fired"',  # schedules
+        "worqr_flow_outbox",  # flow hops waiting, and late ones
     ):
         assert needle in text, needle
 

@@ -31,7 +31,7 @@ import yaml
 
 from tests.support import ROOT
 from tests.support.waiting import wait_until
-from worqr import Worqr
+from worqr import Step, Worqr
 from worqr.embedded import free_port
 from worqr.metrics.serve import MetricsServer, mark_dead, multiprocess_registry, serve
 
@@ -72,7 +72,7 @@ for queue in ("alpha", "beta"):
 @worker.job("gamma", retries=1, backoff=0.05)
 def job(payload: str) -> str:
     name, _, millis = payload.partition(":")
-    time.sleep(int(millis) / 1000)
+    time.sleep(int(millis or 0) / 1000)  # a chain's second step gets the first's result
     if name.startswith("fail"):
         raise worqr.Fail("this job fails")
     if name.startswith("retry") and worqr.current_job().attempt == 1:
@@ -241,6 +241,8 @@ class Mesh:
         client.submit(JOB_QUEUE, payload, delay=0.3 if n % 3 == 0 else None)
         if n % 20 == 0:
             client.submit(JOB_QUEUE, f"slow{n}:0", timeout=0.05, retries=0)
+        if n % 10 == 5:  # a flow: its hop goes through the queue's outbox
+            client.submit_chain([Step(JOB_QUEUE, f"chain{n}:0"), Step(JOB_QUEUE)])
         if n % 15 == 0:
             doomed = client.submit(JOB_QUEUE, f"doomed{n}:0", delay=60)
             client.cancel_job(JOB_QUEUE, doomed.id)
@@ -371,6 +373,9 @@ def test_every_dashboard_query_returns_data(tmp_path: Path, mesh: Mesh) -> None:
         assert scalar("sum(worqr_schedules_stalled)") == 0
         # Due jobs never pile up: a take or the timer holder promotes them at once.
         assert scalar("max_over_time(sum(worqr_jobs_overdue)[1m:1s])") <= 5
+        # Flow hops are relayed at once: the outbox holds none late.
+        assert scalar(f"max_over_time(sum(worqr_flow_outbox{jobs})[1m:1s])") >= 0
+        assert scalar("max_over_time(max(worqr_flow_outbox_oldest_seconds)[1m:1s])") == 0
         wait_until(lambda: scalar("worqr_workers_alive") == 2, timeout=15)
         labels = prometheus.get("/api/v1/label/queue/values", **{"match[]": "worqr_queue_tasks"})
         assert set(labels["data"]) == set(QUEUES)  # what the $queue variable offers

@@ -1,4 +1,5 @@
-"""The arguments of the job commands: `worqr submit`, `worqr job` and `worqr jobs`."""
+"""The arguments of the job commands: `worqr submit`, `worqr job`, `worqr jobs`
+and `worqr flow`."""
 
 from __future__ import annotations
 
@@ -189,3 +190,16 @@ def add_job_commands(commands: Subcommands) -> None:
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     add_connection_options(parser)
+
+    parser = commands.add(
+        "flow",
+        "Show one flow (a chain or a tree of jobs): its state (running, finished, failed, "
+        "cancelled) and each of its jobs that exists.",
+    )
+    parser.add_argument("id", type=job_id, metavar="ID")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_connection_options(parser)
+    parser.epilog = (
+        f"Exit codes: 0 shown; {EXIT_FAILURE} no such flow (or forgotten), or a failure "
+        f"at run time; {EXIT_USAGE} bad usage."
+    )

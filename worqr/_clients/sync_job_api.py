@@ -8,11 +8,12 @@ copy, ``sync_job_api.py``, for `Worqr`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from .._core.calls import Plan
 from .._core.jobs_work import JobFinish
+from .._flows import FlowInfo, FlowJob, FlowRef, Step
 from .._jobs import Backoff, JobInfo, JobProcess, JobRef
 from .._schedules import ScheduleInfo
 from .shell import Shell
@@ -193,6 +194,39 @@ class SyncJobApi(Shell):
         """The schedules of ``queue``, by name, with their next fire time (Redis
         server seconds)."""
         return self._drive(self._core.get_schedules(queue))
+
+    # -- flows -------------------------------------------------------------------
+
+    def submit_chain(self, steps: Sequence[Step]) -> FlowRef:
+        """Run ``steps`` one after another, each a job on its own queue (any
+        queues, on any masters of a cluster): a step without a payload receives
+        the previous step's result. A step that fails (after its retries) ends
+        the chain, failed. Step ``k`` of chain ``C`` has the id ``C.k``. An empty
+        chain, a bad queue name or bad job options raise `ValueError` or
+        `TypeError` before anything is written."""
+        return self._drive(self._core.submit_chain(steps))
+
+    def submit_flow(self, root: FlowJob) -> FlowRef:
+        """Run a tree of jobs: each `FlowJob` runs once all its children ended,
+        as its ``on_child_failure`` says; children of ``R`` are ``R.0``,
+        ``R.1``, ... `current_job().children()` gives a parent their results."""
+        return self._drive(self._core.submit_flow(root))
+
+    def get_flow(self, id: str) -> FlowInfo:
+        """The flow's state and jobs; `JobNotFoundError` for an unknown id (or
+        one forgotten after its retention)."""
+        return self._drive(self._core.get_flow(id))
+
+    def cancel_flow(self, id: str) -> bool:
+        """Cancel every job of the flow that is not terminal, and the steps and
+        children not created yet; False when there is no such running flow."""
+        return self._drive(self._core.cancel_flow(id))
+
+    def relay(self, queue: str | None = None) -> int:
+        """Apply the flow hops waiting in the outbox of ``queue`` (of every job
+        queue when None) now; how many were applied. Workers do this on their
+        own (at once after a hop, and for stragglers every relay lease)."""
+        return self._drive(self._core.relay(queue))
 
     def _queue_kind(self, queue: str) -> str:  # for the command line
         return self._drive(self._core.kind_of(queue))

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from .base import Callback
 from .dead_letters import DeadLetters
+from .flows import Flows
 from .liveness import Liveness
 from .notify import Notifications
 from .reads import Reads
 from .schedules import Schedules
 
 
-class Core(Liveness, DeadLetters, Schedules, Reads, Notifications):
+class Core(Liveness, DeadLetters, Flows, Schedules, Reads, Notifications):
     """State and plans of one client: every plan `Worqr` and `AsyncWorqr` run."""
 
 

@@ -61,6 +61,7 @@ def job_take(
             keys.config,
             keys.stats,
             *keys.sched_keys,
+            *keys.flow_keys,
         ),
         (
             worker,
@@ -97,6 +98,7 @@ def job_fail(
             keys.members,
             keys.idle,
             keys.stats,
+            *keys.flow_keys,
         ),
         (
             pid,
@@ -141,6 +143,7 @@ def job_requeue_owned(
             keys.idle,
             keys.config,
             keys.stats,
+            *keys.flow_keys,
         ),
         (worker, mode, chunk, max_recoveries, keys.wake_prefix, publish, keys.notify, policy),
     )
@@ -149,7 +152,7 @@ def job_requeue_owned(
 def job_cancel(keys: QueueKeys, id: str, nonce: str, *, publish: str, policy: str) -> Call:
     return Call(
         "job_cancel",
-        (*keys.job_keys, keys.processes, keys.stats),
+        (*keys.job_keys, keys.processes, keys.stats, *keys.flow_keys),
         (id, nonce, keys.events, publish, keys.notify, policy),
     )
 
@@ -157,7 +160,7 @@ def job_cancel(keys: QueueKeys, id: str, nonce: str, *, publish: str, policy: st
 def job_cancel_payload(keys: QueueKeys, payload: bytes, *, publish: str, policy: str) -> Call:
     return Call(
         "job_cancel_payload",
-        (*keys.job_keys, keys.processes, keys.stats),
+        (*keys.job_keys, keys.processes, keys.stats, *keys.flow_keys),
         (payload, keys.events, publish, keys.notify, policy),
     )
 

@@ -20,9 +20,10 @@ from .._jobs import (
 )
 from .._keys import QueueKeys
 from . import job_scripts
-from .base import CoreBase, text
+from .base import text
 from .calls import Listen, Pinned, Plan, Subscribe, Wait, command
 from .failures import checked_replies
+from .relay import Relay
 
 MAX_PAGE = 1000
 QUEUED_SEGMENTS = ("hi", "list", "lo")  # priority > 0, priority 0, priority < 0
@@ -34,13 +35,19 @@ def _state_of(state: object) -> str:
     return str(state)
 
 
-class JobReads(CoreBase):
+class JobReads(Relay):
     def get_job(self, queue: str, id: str) -> Plan[JobInfo | None]:
+        found = yield from self.read_job(queue, id)
+        if found is None:
+            yield from self.refuse_task_queue(queue)
+        return found
+
+    def read_job(self, queue: str, id: str) -> Plan[JobInfo | None]:
+        """The job, or None (on any kind of queue: a flow's job not created yet)."""
         keys = self.queue_keys(queue)
         validate_job_id(id)
         reply = yield job_scripts.job_watch(keys, id, watch=False, with_payload=True)
         if reply is None:
-            yield from self.refuse_task_queue(queue)
             return None
         raw, payload, result, progress, _ = reply
         return job_info(
@@ -109,9 +116,11 @@ class JobReads(CoreBase):
         validate_job_id(id)
         publish = self.publish or (yield from self.publish_command())
         nonce = uuid.uuid4().hex[:16]  # a resend answers True, as the first call did
-        cancelled, _ = yield job_scripts.job_cancel(
+        cancelled, _, *written = yield job_scripts.job_cancel(
             keys, id, nonce, publish=publish, policy=self.settings.jobs.policy
         )
+        if written:  # a flow's job: its parent hears of it, its children are cancelled
+            yield from self.relay_written(queue, written[0])
         if int(cancelled) != 1:
             yield from self.refuse_task_queue(queue)
         return int(cancelled) == 1

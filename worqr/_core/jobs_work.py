@@ -4,11 +4,13 @@ dead-letter management."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from .._errors import WrongQueueKindError
+from .._flows import ChildOutcome, child_outcome
 from .._jobs import Backoff, JobProcess
 from .._process import decode_task
 from . import job_scripts
@@ -17,6 +19,7 @@ from .calls import Plan, command
 from .job_scripts import Finish
 from .lua import NotMemberError
 from .processes import COMPLETE_BATCH, DEQUEUE_CHUNK, Processes
+from .relay import Relay
 from .sched_refill import ScheduleRefill
 
 JobFinish = tuple[JobProcess, str, bytes]
@@ -25,7 +28,7 @@ JobFinish = tuple[JobProcess, str, bytes]
 REDRIVE_CHUNK = 200  # failed jobs given a new life per script call
 
 
-class JobWork(Processes, ScheduleRefill):
+class JobWork(Relay, Processes, ScheduleRefill):
     def mark_job_queue(self, queue: str) -> Plan[None]:
         """Make ``queue`` a job queue (a worker with a job handler joins it);
         `WrongQueueKindError` when it holds tasks."""
@@ -63,6 +66,7 @@ class JobWork(Processes, ScheduleRefill):
         taken: list[JobProcess] = []
         more = False
         refill: list[Any] = []
+        written: list[object] = []  # outbox operations the finishes wrote (flows)
         for start in range(0, max(1, len(mine)), COMPLETE_BATCH):
             chunk = mine[start : start + COMPLETE_BATCH]
             take = min(count, DEQUEUE_CHUNK) if start == 0 else 0
@@ -71,7 +75,7 @@ class JobWork(Processes, ScheduleRefill):
             pid_prefix = self._new_prefix(worker) if take else ""
             try:
                 try:
-                    flags, reply, stopped, asked = yield job_scripts.job_take(
+                    flags, reply, stopped, asked, ops = yield job_scripts.job_take(
                         keys,
                         worker,
                         pid_prefix,
@@ -83,6 +87,7 @@ class JobWork(Processes, ScheduleRefill):
                 except NotMemberError:
                     self.working.discard(queue)  # rejoin on the next call
                     raise
+                written += ops
                 for i, flag in zip(chunk, flags, strict=True):
                     self._owned.pop(finished[i][0].id, None)
                     accepted[i] = int(flag) in (1, 2)
@@ -92,13 +97,16 @@ class JobWork(Processes, ScheduleRefill):
                     more = int(stopped) == 1
             finally:
                 self._dequeuing.discard(pid_prefix)
+        yield from self.relay_written(queue, written)  # the next step, a parent's report
         if refill:  # cron schedules low on fire times; their due fires wake us
             yield from self.refill_schedules(queue, refill)
+        if any(process.child_policy for process in taken):
+            taken = yield from self._with_children(taken)
         return accepted, taken, more
 
     def _finish_as(self, worker: str, finishes: Sequence[JobFinish]) -> Plan[bool]:
         process = finishes[0][0]
-        flags, _, _, _ = yield job_scripts.job_take(
+        flags, _, _, _, ops = yield job_scripts.job_take(
             self.queue_keys(process.queue),
             worker,
             "",
@@ -108,6 +116,7 @@ class JobWork(Processes, ScheduleRefill):
             finishes=[_finish(finish) for finish in finishes],
         )
         self._owned.pop(process.id, None)
+        yield from self.relay_written(process.queue, ops)
         return int(flags[0]) in (1, 2)
 
     def _took_jobs(self, queue: str, worker: str, reply: list[Any]) -> list[JobProcess]:
@@ -118,6 +127,7 @@ class JobWork(Processes, ScheduleRefill):
             meta = json.loads(reply[i + 3])
             backoff = meta.get("B")
             timeout = meta.get("T")
+            child_queues = meta.get("C")
             self._owned[pid] = (queue, worker)
             jobs.append(
                 JobProcess(
@@ -135,9 +145,31 @@ class JobWork(Processes, ScheduleRefill):
                     retries=meta.get("R"),
                     backoff=None if backoff is None else Backoff.from_wire(backoff),
                     timeout=None if timeout is None else int(timeout) / 1000,
+                    children=tuple(
+                        ChildOutcome(i, "", str(q), "cancelled", None, None)
+                        for i, q in enumerate(child_queues or ())
+                    ),
+                    child_policy=meta.get("F"),
                 )
             )
         return jobs
+
+    def _with_children(self, taken: list[JobProcess]) -> Plan[list[JobProcess]]:
+        """Flow parents get their children's outcomes (one HMGET each), which
+        `current_job().children()` hands their handlers."""
+        ready = []
+        for process in taken:
+            if process.child_policy and process.children:
+                queues = [child.queue for child in process.children]
+                fields = [f"{process.entry}|{i}" for i in range(len(queues))]
+                raw = yield command("HMGET", self.queue_keys(process.queue).job_flow, *fields)
+                outcomes = tuple(
+                    child_outcome(process.job_id, i, queue, value)
+                    for i, (queue, value) in enumerate(zip(queues, raw, strict=True))
+                )
+                process = dataclasses.replace(process, children=outcomes)
+            ready.append(process)
+        return ready
 
     def fail_job(
         self, process: JobProcess, *, mode: str, delay: float, retries: int, error: str
@@ -146,7 +178,7 @@ class JobWork(Processes, ScheduleRefill):
         ``retries``, after ``delay`` seconds) or fail it now ("fail"). Returns
         whether it was accepted (False: fenced) and the state, "r" or "x"."""
         publish = self.publish or (yield from self.publish_command())
-        accepted, state = yield job_scripts.job_fail(
+        accepted, state, *written = yield job_scripts.job_fail(
             self.queue_keys(process.queue),
             process.worker_id,
             process.id,
@@ -159,6 +191,8 @@ class JobWork(Processes, ScheduleRefill):
             policy=self.settings.jobs.policy,
         )
         self._owned.pop(process.id, None)
+        if written:  # it failed for good: its flow hears of it
+            yield from self.relay_written(process.queue, written[0])
         return int(accepted) == 1, text(state)
 
     def stop_job(self, process: str | JobProcess) -> Plan[bool]:

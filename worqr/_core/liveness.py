@@ -137,6 +137,7 @@ class Liveness(Upkeep, Processes):
                 if flag is None and (yield from self._fail_dead(worker)):
                     failed += 1
         yield from self.tidy_job_queues()
+        yield from self.relay_stragglers()
         return failed
 
     def _fail_dead(self, worker: str) -> Plan[bool]:

@@ -112,7 +112,7 @@ class Membership(CoreBase):
                     publish=publish,
                 )
             try:
-                moved, poisoned, remaining = yield call
+                moved, poisoned, remaining, *_ = yield call  # flow hops: relay_stragglers
             except WrongQueueKindError as error:
                 if switched:
                     raise

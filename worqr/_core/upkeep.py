@@ -14,8 +14,9 @@ import dataclasses
 import logging
 
 from . import job_scripts
-from .base import CoreBase, text
+from .base import text
 from .calls import Plan, command
+from .relay import Relay
 
 logger = logging.getLogger("worqr")
 
@@ -24,7 +25,7 @@ UPKEEP_BUDGET = 500  # records one script call purges at most (about a milliseco
 UPKEEP_CALLS = 20  # script calls one pass makes at most, over every queue
 
 
-class Upkeep(CoreBase):
+class Upkeep(Relay):
     def tidy_job_queues(self) -> Plan[int]:
         """Purge expired records and promote due jobs of the job queues that have
         no members, when the mesh's pass is due; how many records went. Bounded

@@ -8,6 +8,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from .._errors import WorqrError
+from .._flows import ChildOutcome
 from .._jobs import JobProcess
 
 MAX_PROGRESS_BYTES = 4096
@@ -44,6 +45,20 @@ class JobContext:
     def attempt(self) -> int:
         """This attempt's number, from 1 (every start counts, recoveries included)."""
         return self.process.attempt
+
+    def children(self) -> dict[str, str | bytes | None]:
+        """A flow parent's children, child id -> result, in submit order: every
+        child (policy "fail": they all finished), the finished ones ("ignore"),
+        or every child with None for those that did not finish ("continue";
+        `child_outcomes` says how each ended). Empty for a job with no children."""
+        outcomes = self.process.children or ()
+        if self.process.child_policy == "ignore":
+            outcomes = tuple(child for child in outcomes if child.state == "finished")
+        return {child.id: child.result for child in outcomes}
+
+    def child_outcomes(self) -> list[ChildOutcome]:
+        """How each child of a flow parent ended (state, result, error), in submit order."""
+        return list(self.process.children or ())
 
     def progress(self, value: str | bytes) -> None:
         """Report progress (at most 4 KB); the worker sends at most one value per

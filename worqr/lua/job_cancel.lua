@@ -16,25 +16,38 @@
 -- KEYS[15] job_timer     hash    the member told when due work comes next
 -- KEYS[16] processes     hash    process id -> entry
 -- KEYS[17] stats         hash    lifetime counters of the queue, by event
+-- KEYS[18] job_outbox    zset    operations for other queues -> when a relay may take them
+-- KEYS[19] job_outbox_data hash  operation id -> header JSON
+-- KEYS[20] job_outbox_body hash  operation id -> body (a result passed on)
+-- KEYS[21] job_flow      hash    parent#life|i -> child i's outcome
+-- KEYS[22] job_waiting   zset    flow parents waiting for their children
 -- ARGV[1] id
 -- ARGV[2] nonce             unique per call: a resend answers as the first call did
 -- ARGV[3] events            broadcast channel of the queue
 -- ARGV[4] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[5] notify            the queue's channel for waiters
 -- ARGV[6] policy            JSON: retention and budgets in ms (JobSettings.policy)
--- Reply: {cancelled, state}: 1 and the state it was in; 0 and its state when it
---   was already terminal ('' when there is no such job).
+-- Reply: {cancelled, state, ops}: 1 and the state it was in; 0 and its state
+--   when it was already terminal ('' when there is no such job). ops: three per
+--   outbox operation written (lib/flow: a flow's job reports, cancels children).
 -- Errors: none.
 -- Events: 'cancel:<pid>' on events for an active job; 'done:<id>' on notify when
 --   someone waits for it.
 --!include publish
 --!include jobs
 --!include ready
+--!include flow
 --!include terminal
 --!include cancel
 --!include job_keys
 local processes = KEYS[16]
 local stats = KEYS[17]
+local job_outbox = KEYS[18]
+local job_outbox_data = KEYS[19]
+local job_outbox_body = KEYS[20]
+local job_flow = KEYS[21]
+local job_waiting = KEYS[22]
+
 local id = ARGV[1]
 local nonce = ARGV[2]
 local events = ARGV[3]
@@ -42,6 +55,8 @@ local publish = publish_command(ARGV[4])
 local notify = ARGV[5]
 local policy = cjson.decode(ARGV[6])
 J.stats, J.notify = stats, notify
+J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
+J.flow, J.waiting = job_flow, job_waiting
 
 local now = now_ms()
 local record = load_job(jobs, id)
@@ -58,4 +73,4 @@ local previous = cancel_job(J, id, record, now, policy, publish, processes, even
 record.z = nonce
 record.zs = previous
 save_job(jobs, id, record)
-return {1, previous}
+return {1, previous, FLOW_OPS}

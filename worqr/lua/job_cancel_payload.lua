@@ -18,30 +18,45 @@
 -- KEYS[15] job_timer     hash    the member told when due work comes next
 -- KEYS[16] processes     hash    process id -> entry
 -- KEYS[17] stats         hash    lifetime counters of the queue, by event
+-- KEYS[18] job_outbox    zset    operations for other queues -> when a relay may take them
+-- KEYS[19] job_outbox_data hash  operation id -> header JSON
+-- KEYS[20] job_outbox_body hash  operation id -> body (a result passed on)
+-- KEYS[21] job_flow      hash    parent#life|i -> child i's outcome
+-- KEYS[22] job_waiting   zset    flow parents waiting for their children
 -- ARGV[1] payload           the payload to cancel (exact bytes)
 -- ARGV[2] events            broadcast channel of the queue
 -- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[4] notify            the queue's channel for waiters
 -- ARGV[5] policy            JSON: retention and budgets in ms (JobSettings.policy)
 -- Reply: {cancelled, pid1, pid2, ...}: how many jobs, and the processes of the
---   active ones among them.
+--   active ones among them. Outbox operations the cancelled flow jobs wrote are
+--   left to a relay of the queue's outbox (job_outbox_claim).
 -- Errors: none.
 -- Events: 'cancel:<pid>' on events per active job; 'done:<id>' on notify per job
 --   someone waits for.
 --!include publish
 --!include jobs
 --!include ready
+--!include flow
 --!include terminal
 --!include cancel
 --!include job_keys
 local processes = KEYS[16]
 local stats = KEYS[17]
+local job_outbox = KEYS[18]
+local job_outbox_data = KEYS[19]
+local job_outbox_body = KEYS[20]
+local job_flow = KEYS[21]
+local job_waiting = KEYS[22]
+
 local payload = ARGV[1]
 local events = ARGV[2]
 local publish = publish_command(ARGV[3])
 local notify = ARGV[4]
 local policy = cjson.decode(ARGV[5])
 J.stats, J.notify = stats, notify
+J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
+J.flow, J.waiting = job_flow, job_waiting
 
 local now = now_ms()
 local matching = {}

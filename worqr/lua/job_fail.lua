@@ -22,6 +22,11 @@
 -- KEYS[18] members       set     workers of this queue
 -- KEYS[19] idle          set     members waiting for work
 -- KEYS[20] stats         hash    lifetime counters of the queue, by event
+-- KEYS[21] job_outbox    zset    operations for other queues -> when a relay may take them
+-- KEYS[22] job_outbox_data hash  operation id -> header JSON
+-- KEYS[23] job_outbox_body hash  operation id -> body (a result passed on)
+-- KEYS[24] job_flow      hash    parent#life|i -> child i's outcome
+-- KEYS[25] job_waiting   zset    flow parents waiting for their children
 -- ARGV[1] pid
 -- ARGV[2] entry             the job's id#life, as the take gave it
 -- ARGV[3] mode              'error': a failure, retried while failures <= retries;
@@ -33,14 +38,16 @@
 -- ARGV[8] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[9] notify            the queue's channel for waiters
 -- ARGV[10] policy           JSON: retention and budgets in ms (JobSettings.policy)
--- Reply: {accepted, state}: accepted 1, and the job's state now ('r' retrying or
---   'x' failed); 0 and '' when the process no longer existed (fenced).
+-- Reply: {accepted, state, ops}: accepted 1, and the job's state now ('r'
+--   retrying or 'x' failed); 0 and '' when the process no longer existed (fenced).
+--   ops (when it failed): three per outbox operation written (lib/flow).
 -- Errors: none.
 -- Events: 'done:<id>' on notify when the job failed and someone waits for it;
 --   'due:<ms>' to the member told when due work comes next.
 --!include publish
 --!include jobs
 --!include ready
+--!include flow
 --!include terminal
 --!include promote
 --!include end_process
@@ -50,6 +57,12 @@ local owned = KEYS[17]
 local members = KEYS[18]
 local idle = KEYS[19]
 local stats = KEYS[20]
+local job_outbox = KEYS[21]
+local job_outbox_data = KEYS[22]
+local job_outbox_body = KEYS[23]
+local job_flow = KEYS[24]
+local job_waiting = KEYS[25]
+
 local pid = ARGV[1]
 local entry = ARGV[2]
 local mode = ARGV[3]
@@ -61,6 +74,8 @@ local publish = publish_command(ARGV[8])
 local notify = ARGV[9]
 local policy = cjson.decode(ARGV[10])
 J.members, J.idle, J.stats, J.notify = members, idle, stats, notify
+J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
+J.flow, J.waiting = job_flow, job_waiting
 
 if redis.call('HGET', processes, pid) ~= entry then
   return {0, ''}
@@ -84,4 +99,4 @@ if mode == 'error' and record.f <= retries then
 end
 end_job(J, id, record, 'x', now, policy, publish)
 save_job(jobs, id, record)
-return {1, 'x'}
+return {1, 'x', FLOW_OPS}

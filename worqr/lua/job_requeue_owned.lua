@@ -23,6 +23,11 @@
 -- KEYS[19] idle          set     members waiting for work
 -- KEYS[20] config        hash    per-queue options; 'max_recoveries' overrides ARGV[4]
 -- KEYS[21] stats         hash    lifetime counters of the queue, by event
+-- KEYS[22] job_outbox    zset    operations for other queues -> when a relay may take them
+-- KEYS[23] job_outbox_data hash  operation id -> header JSON
+-- KEYS[24] job_outbox_body hash  operation id -> body (a result passed on)
+-- KEYS[25] job_flow      hash    parent#life|i -> child i's outcome
+-- KEYS[26] job_waiting   zset    flow parents waiting for their children
 -- ARGV[1] worker            the worker whose processes return
 -- ARGV[2] mode              'fail' (a peer fails a dead worker), 'leave' (the worker
 --                           stops working the queue), 'release' (it hands its jobs back
@@ -33,7 +38,8 @@
 -- ARGV[6] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[7] notify            the queue's channel for waiters
 -- ARGV[8] policy            JSON: retention and budgets in ms (JobSettings.policy)
--- Reply: {requeued, failed, remaining}
+-- Reply: {requeued, failed, remaining, ops}: ops three per outbox operation the
+--   failed jobs wrote (lib/flow)
 -- Errors: WORQR_TASK_QUEUE when the queue is not a job queue (requeue_owned is its version).
 -- Events: 'work:<requeued>' to each idle worker woken (at most one per job);
 --   'done:<id>' on notify for a job failed here that someone waits for; 'due:<ms>'
@@ -42,6 +48,7 @@
 --!include wake
 --!include jobs
 --!include ready
+--!include flow
 --!include terminal
 --!include promote
 --!include end_process
@@ -53,6 +60,12 @@ local members = KEYS[18]
 local idle = KEYS[19]
 local config = KEYS[20]
 local stats = KEYS[21]
+local job_outbox = KEYS[22]
+local job_outbox_data = KEYS[23]
+local job_outbox_body = KEYS[24]
+local job_flow = KEYS[25]
+local job_waiting = KEYS[26]
+
 local worker = ARGV[1]
 local mode = ARGV[2]
 local chunk = tonumber(ARGV[3])
@@ -62,6 +75,8 @@ local publish = publish_command(ARGV[6])
 local notify = ARGV[7]
 local policy = cjson.decode(ARGV[8])
 J.members, J.idle, J.stats, J.notify = members, idle, stats, notify
+J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
+J.flow, J.waiting = job_flow, job_waiting
 
 local refused = not_a_task_queue(config)
 if refused then
@@ -106,4 +121,4 @@ stat(stats, 'poisoned', failed)
 if mode ~= 'release' then
   arm_timer(J, now, worker, wake_prefix, publish, policy.timer_grace)
 end
-return {requeued, failed, redis.call('ZCARD', owned)}
+return {requeued, failed, redis.call('ZCARD', owned), FLOW_OPS}

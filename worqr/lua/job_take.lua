@@ -27,6 +27,11 @@
 -- KEYS[23] job_sched     hash    schedule name -> spec (lib/schedule)
 -- KEYS[24] job_sched_next zset   schedule names by next fire ms
 -- KEYS[25] job_sched_data hash   schedule name -> payload of its jobs
+-- KEYS[26] job_outbox    zset    operations for other queues -> when a relay may take them
+-- KEYS[27] job_outbox_data hash  operation id -> header JSON
+-- KEYS[28] job_outbox_body hash  operation id -> body (a result passed on)
+-- KEYS[29] job_flow      hash    parent#life|i -> child i's outcome
+-- KEYS[30] job_waiting   zset    flow parents waiting for their children
 -- ARGV[1] worker            the worker's id
 -- ARGV[2] pid_prefix        client-chosen, unique per call; new process i is pid_prefix .. i
 -- ARGV[3] count             how many jobs to take at most (>= 0; 0 only finishes)
@@ -35,14 +40,16 @@
 -- ARGV[6] notify            the queue's channel for waiters
 -- ARGV[7] policy            JSON: retention and budgets in ms (JobSettings.policy)
 -- ARGV[8..n] finishes       four per finished job: pid, entry, result type (s, b, n), result
--- Reply: {finished, taken, more, refill}. finished: one integer per finish, in order: 1
---   accepted, 0 fenced (the process no longer existed: failed over, cancelled,
---   deleted), 2 already finished by this same pid (a resend). taken: flat array,
---   four per job: pid, entry, payload, JSON {a attempt, f failures, r recoveries,
---   d ms since it was available, R retries, B backoff, T timeout ms}. more: 1 when
---   the take stopped at the skip budget with jobs maybe left (call again).
---   refill: cron schedules low on fire times, six fields each (name, version,
---   cron, tz, last buffered ms, now ms): compute more, send job_sched_refill.
+-- Reply: {finished, taken, more, refill, ops}. finished: one integer per finish, in
+--   order: 1 accepted, 0 fenced (the process no longer existed: failed over,
+--   cancelled, deleted), 2 already finished by this same pid (a resend). taken:
+--   flat array, four per job: pid, entry, payload, JSON {a attempt, f failures, r
+--   recoveries, d ms since it was available, R retries, B backoff, T timeout ms; a
+--   flow parent's C children's queues, F failure policy}. more: 1 when the take
+--   stopped at the skip budget with jobs maybe left (call again). refill: cron
+--   schedules low on fire times, six fields each (name, version, cron, tz, last
+--   buffered ms, now ms): compute more, send job_sched_refill. ops: flat, three per
+--   outbox operation the finishes wrote (lib/flow): op id, header, body.
 --   Resending the same call finishes nothing twice and returns what it took.
 -- Errors: WORQR_NOT_MEMBER when count > 0 and the worker is not (or no longer) a
 --   member (nothing is finished then: resend with count 0); WORQR_TASK_QUEUE when
@@ -54,6 +61,7 @@
 --!include wake
 --!include jobs
 --!include ready
+--!include flow
 --!include terminal
 --!include promote
 --!include create
@@ -72,6 +80,11 @@ local stats = KEYS[22]
 local job_sched = KEYS[23]
 local job_sched_next = KEYS[24]
 local job_sched_data = KEYS[25]
+local job_outbox = KEYS[26]
+local job_outbox_data = KEYS[27]
+local job_outbox_body = KEYS[28]
+local job_flow = KEYS[29]
+local job_waiting = KEYS[30]
 local worker = ARGV[1]
 local pid_prefix = ARGV[2]
 local count = tonumber(ARGV[3])
@@ -82,6 +95,8 @@ local policy = cjson.decode(ARGV[7])
 local first_finish = 8  -- ARGV[8..n] finishes
 J.members, J.idle, J.stats, J.notify = members, idle, stats, notify
 J.sched, J.sched_next, J.sched_data = job_sched, job_sched_next, job_sched_data
+J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
+J.flow, J.waiting = job_flow, job_waiting
 
 
 -- taken_of(pid, entry) -> the four reply fields of a job this worker holds
@@ -90,7 +105,7 @@ local function taken_of(pid, entry, now)
   local record = load_job(jobs, id)
   local meta = {
     a = record.a, f = record.f, r = record.r, d = math.max(0, now - (record.v or now)),
-    R = record.R, B = record.B, T = record.T,
+    R = record.R, B = record.B, T = record.T, C = record.cq, F = record.cf,
   }
   return pid, entry, redis.call('HGET', job_data, id) or '', cjson.encode(meta)
 end
@@ -141,7 +156,7 @@ if resent then
     local a, b, c, d = taken_of(pid, entry, now)
     taken[#taken + 1], taken[#taken + 2], taken[#taken + 3], taken[#taken + 4] = a, b, c, d
   end
-  return {finished, taken, 0, {}}
+  return {finished, taken, 0, {}, FLOW_OPS}
 end
 
 purge(J, now, math.max(policy.purge_budget, 2 * done), policy)
@@ -202,4 +217,4 @@ end
 if timed then
   arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
 end
-return {finished, taken, more, refill}
+return {finished, taken, more, refill, FLOW_OPS}

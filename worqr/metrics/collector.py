@@ -30,6 +30,7 @@ from .._core import job_scripts
 from .._core.lua import digest, source
 from .._jobs import STATES
 from .._keys import MeshKeys, QueueKeys
+from .flow_metrics import outbox_metrics
 from .schedules import STALLED_HELP, read_schedules
 
 logger = logging.getLogger("worqr.metrics")
@@ -264,6 +265,7 @@ class MeshCollector(Collector):
             _gauge("worqr_queues", "Queues in the mesh registry", float(len(queues))),
             _gauge("worqr_workers_registered", "Workers in the mesh registry", float(len(workers))),
             _gauge("worqr_workers_alive", "Registered workers whose lease is alive", float(alive)),
+            *outbox_metrics(self.redis, mesh, [q for q in shown if q in listed]),
         ]
 
     def _read_batch(

@@ -1,4 +1,5 @@
--- lib/cancel: cancelling a live job. (needs lib/jobs, lib/ready, lib/terminal)
+-- lib/cancel: cancelling a live job. (needs lib/jobs, lib/ready, lib/terminal;
+-- J.waiting for a flow parent)
 
 -- cancel_job(J, id, record, now, policy, publish, processes, events) -> its previous state
 --   Out of its index: a queued job's list entry stays as a tombstone takes skip; an
@@ -13,6 +14,8 @@ local function cancel_job(J, id, record, now, policy, publish, processes, events
     redis.call('ZREM', J.delayed, entry)
   elseif previous == 'r' then
     redis.call('ZREM', J.retrying, entry)
+  elseif previous == 'w' then
+    redis.call('ZREM', J.waiting, id)  -- its children are cancelled (lib/flow)
   elseif previous == 'a' then
     redis.call('HDEL', processes, record.p)
     redis.call(publish, events, 'cancel:' .. record.p)

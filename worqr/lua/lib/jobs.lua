@@ -1,12 +1,15 @@
 -- lib/jobs: job records, lives and counts.
 -- A job's record is JSON in the `jobs` hash, with short keys:
---   l life, s state (d delayed, q queued, a active, r retrying, f finished,
---   x failed, c cancelled), n submit nonce, c created ms, v available ms (when it
+--   l life, s state (d delayed, q queued, a active, r retrying, w waiting for
+--   its children, f finished, x failed, c cancelled), n submit nonce, c created ms, v available ms (when it
 --   became, or becomes, ready), t last start ms, e ended ms, X purge-at ms,
 --   a attempts, f failures, r recoveries, p pid of the current or last attempt,
 --   P priority, q order among prioritised jobs, R retries, B backoff, T timeout ms,
 --   k result ttl ms, u unique marker, w a waiter watches it, E last error,
---   y result type (s, b, n), z nonce of the cancel call, b nonce of the retry call.
+--   y result type (s, b, n), z nonce of the cancel call, b nonce of the retry call;
+--   of a flow's jobs (lib/flow): g flow id, nx the chain's next steps, pq pi pl pn
+--   the parent's queue, id, life and this child's index, cn ch cf cq a parent's
+--   children: count, not yet reported, failure policy, their queues.
 -- Entries in the ready list, the priority and time zsets and `processes` are
 -- `id#life`; lives come from the queue's job_seq and never repeat.
 
@@ -42,10 +45,10 @@ local function save_job(jobs, id, record)
 end
 
 local STATE_NAMES = {
-  d = 'delayed', q = 'queued', a = 'active', r = 'retrying',
+  d = 'delayed', q = 'queued', a = 'active', r = 'retrying', w = 'waiting',
   f = 'finished', x = 'failed', c = 'cancelled',
 }
-local LIVE = {d = true, q = true, a = true, r = true}
+local LIVE = {d = true, q = true, a = true, r = true, w = true}
 
 -- is_live(record, life) -> whether the record is of that life and not terminal
 local function is_live(record, life)

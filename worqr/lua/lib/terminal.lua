@@ -1,7 +1,7 @@
 -- lib/terminal: the last transition of a job's life, and forgetting it.
 -- J is a table of the queue's keys: jobs, data, result, progress, counts,
 -- stats, unique, finished, failed, cancelled, and the notify channel.
--- (needs lib/jobs)
+-- (needs lib/jobs; lib/flow, with J's flow keys, where a flow's job may end)
 
 local ENDED = {f = 'finished', x = 'failed', c = 'cancelled'}
 local TTL = {f = 'result_ttl', x = 'failure_ttl', c = 'cancelled_ttl'}
@@ -33,6 +33,9 @@ local function end_job(J, id, record, state, now, policy, publish)
   release_unique(J.unique, record, entry_of(id, record.l))
   if record.w then
     redis.call(publish, J.notify, 'done:' .. id)
+  end
+  if record.g then
+    flow_ended(J, id, record, state, now, policy)  -- lib/flow: the script includes it
   end
 end
 

@@ -1,0 +1,121 @@
+"""Plans of flows: `submit_chain`, `submit_flow`, `get_flow`, `cancel_flow`.
+
+A flow exists atomically from its first job: one `job_flow_submit` in the first
+step's (or the root's) queue creates it with what the rest needs (a chain's
+next steps; a parent's children, as outbox operations). Everything after moves
+hop by hop through outboxes (`relay`). The mesh's flow index (`flow_index`)
+lists every job of a flow by (queue, id), so a flow is found by its id alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .._errors import JobNotFoundError, WrongQueueKindError
+from .._flows import FlowInfo, FlowJob, FlowRef, Step, chain_specs, compact, flow_state, tree_specs
+from .._jobs import ms, new_job_id
+from . import flow_scripts
+from .calls import Plan, command
+from .jobs_read import JobReads
+from .jobs_submit import JobProducing, job_options
+
+
+class Flows(JobProducing, JobReads):
+    def submit_chain(self, steps: Sequence[Step]) -> Plan[FlowRef]:
+        """A chain of steps, each a job on its queue, run one after another."""
+        flow_id = new_job_id()
+        payload, options, flow, jobs = chain_specs(flow_id, steps, self.encode_task, job_options)
+        return (yield from self._start(flow_id, "chain", jobs, payload, options, flow))
+
+    def submit_flow(self, root: FlowJob) -> Plan[FlowRef]:
+        """A tree of jobs: each parent runs once its children ended."""
+        flow_id = new_job_id()
+        payload, options, flow, jobs = tree_specs(flow_id, root, self.encode_task, job_options)
+        return (yield from self._start(flow_id, "tree", jobs, payload, options, flow))
+
+    def _start(
+        self,
+        flow_id: str,
+        kind: str,
+        jobs: list[tuple[str, str]],
+        payload: bytes,
+        options: dict[str, Any],
+        flow: dict[str, Any],
+    ) -> Plan[FlowRef]:
+        queue, root_id = jobs[0]
+        keys = self.queue_keys(queue)
+        publish = self.publish or (yield from self.publish_command())
+        item = (root_id, payload, compact(options), compact(flow))
+        try:
+            created, ops = yield flow_scripts.job_flow_submit(
+                keys, queue, [item], publish=publish, policy=self.settings.jobs.policy
+            )
+        except WrongQueueKindError as error:
+            raise WrongQueueKindError(
+                f"queue {queue!r}: {error}", queue_kind=error.queue_kind
+            ) from None
+        self._kinds[queue] = "jobs"
+        yield from self.register_job_queue(queue)
+        spec = compact({"k": kind, "j": [list(job) for job in jobs]})
+        ttl = max(self.settings.jobs.failure_ttl, self.settings.jobs.result_ttl)
+        yield flow_scripts.flow_index(self.mesh, flow_id, mode="add", spec=spec, ttl_ms=ms(ttl))
+        if int(created[0]) == 1:
+            yield from self.relay_written(queue, ops)
+        else:  # a resend of the call that created it: its operations wait in the outbox
+            yield from self.relay_queue(queue, fresh=True)
+        return FlowRef(flow_id, kind, tuple(jobs))
+
+    def _flow_entry(self, flow_id: str) -> Plan[dict[str, Any] | None]:
+        if not isinstance(flow_id, str) or not flow_id:
+            raise TypeError(f"a flow id is a non-empty str, not {flow_id!r}")
+        raw = yield command("HGET", self.mesh.flows, flow_id)
+        if raw is None:
+            return None
+        entry: dict[str, Any] = json.loads(raw)
+        return entry
+
+    def get_flow(self, flow_id: str) -> Plan[FlowInfo]:
+        entry = yield from self._flow_entry(flow_id)
+        if entry is None:
+            raise JobNotFoundError(f"no flow {flow_id!r} (never submitted, or forgotten)")
+        infos = []
+        for queue, id in entry["j"]:
+            info = yield from self.read_job(queue, id)
+            if info is not None:
+                infos.append(info)
+        root_id = entry["j"][0][1]
+        state = flow_state(entry["k"], root_id, infos, len(entry["j"]), bool(entry.get("c")))
+        return FlowInfo(flow_id, entry["k"], state, infos)
+
+    def cancel_flow(self, flow_id: str) -> Plan[bool]:
+        """Cancel every job of the flow that is not terminal, and block those not
+        created yet; False when there is no such flow or it had ended."""
+        info = yield from self.get_flow_or_none(flow_id)
+        if info is None or info.state != "running":
+            return False
+        entry = yield from self._flow_entry(flow_id)
+        assert entry is not None
+        yield flow_scripts.flow_index(self.mesh, flow_id, mode="cancel", spec="", ttl_ms=0)
+        publish = self.publish or (yield from self.publish_command())
+        by_queue: dict[str, list[str]] = {}
+        for queue, id in entry["j"]:  # the root (or first step) first: its end cascades
+            by_queue.setdefault(queue, []).append(id)
+        for queue, ids in by_queue.items():
+            keys = self.queue_keys(queue)
+            for start in range(0, len(ids), 200):
+                _, ops = yield flow_scripts.job_flow_cancel(
+                    keys,
+                    ids[start : start + 200],
+                    publish=publish,
+                    policy=self.settings.jobs.policy,
+                )
+                yield from self.relay_written(queue, ops)
+        return True
+
+    def get_flow_or_none(self, flow_id: str) -> Plan[FlowInfo | None]:
+        try:
+            return (yield from self.get_flow(flow_id))
+        except JobNotFoundError:
+            return None
