@@ -45,12 +45,13 @@ def tasks(wq: worqr.Worqr, queue: str, count: int) -> list[str | bytes]:
 
 def test_every_public_method_of_worqr_is_exercised_in_this_file() -> None:
     """Guards the coverage promise of this file (and, for the job methods,
-    tests/jobs/test_submit.py and test_lifecycle.py): a new public method of
+    tests/jobs/: submit, lifecycle, flows and schedules): a new public method of
     Worqr makes this test fail until a test calls it."""
     jobs = Path(__file__).resolve().parent.parent / "jobs"
+    homes = ("test_submit", "test_lifecycle", "test_flows", "test_schedules")
     text = "\n".join(
         path.read_text("utf-8")
-        for path in (Path(__file__), jobs / "test_submit.py", jobs / "test_lifecycle.py")
+        for path in (Path(__file__), *(jobs / f"{home}.py" for home in homes))
     )
     public = [name for name in dir(worqr.Worqr) if not name.startswith("_")]
     missing = [name for name in public if not re.search(rf"\.{name}\b", text)]

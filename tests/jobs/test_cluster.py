@@ -145,7 +145,7 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
         return (yield flow_scripts.job_outbox_age(producer._core.queue_keys("flow-0")))
 
     assert producer._drive(outbox_age()) == [0, 0]
-    job_scripts = {name for name in script_names() if name.startswith("job_")}
+    job_scripts = {name for name in script_names() if name.startswith(("job_", "flow_"))}
     assert job_scripts <= ran, job_scripts - ran
 
 
