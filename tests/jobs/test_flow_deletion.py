@@ -5,6 +5,7 @@ docs/design.md lists. Workers run in threads; the cluster's in tests/cluster."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -172,3 +173,37 @@ def test_a_hop_into_a_queue_being_deleted_is_ended_with_it(make: Make) -> None:
     for flow_id in (first.id, late[0]):
         assert wq.get_job("keep", flow_id).state == "failed"
         assert wq.get_job("race", f"{flow_id}.0") is None
+
+
+# -- hops of poisoned and cancelled-by-payload jobs go out at once ------------------
+
+SLOW_RELAY = worqr.JobSettings(relay_lease=60.0)  # a straggler relay would take a minute
+
+
+def test_a_poisoned_childs_report_is_relayed_by_the_reaper_at_once(
+    make: Make, redis_url: str
+) -> None:
+    producer = make(jobs=SLOW_RELAY)
+    victim = make(start=True, jobs=SLOW_RELAY)
+    producer.configure_queue("kid", max_recoveries=0)
+    flow = producer.submit_flow(worqr.FlowJob("top", children=[worqr.FlowJob("kid", "x")]))
+    victim._mark_job_queue("kid")
+    _, [_taken], _ = victim._take_jobs("kid", [], 1)
+    with redis.Redis.from_url(redis_url) as raw:  # the victim dies: its lease goes
+        raw.delete(victim._core.mesh.alive(victim.worker_id or ""))
+    assert producer.reap() == 1
+    reaped = time.monotonic()
+    assert producer.get_job("kid", f"{flow.id}.0").state == "failed"
+    wait_until(lambda: producer.get_job("top", flow.id).state == "failed", 2)
+    assert time.monotonic() - reaped < 2  # not after the relay lease (60 s)
+    assert "WorkerLost" in (producer.get_job("top", flow.id).error or "")
+
+
+def test_a_child_cancelled_by_payload_reports_at_once(make: Make) -> None:
+    producer = make(jobs=SLOW_RELAY)
+    flow = producer.submit_flow(
+        worqr.FlowJob("top", children=[worqr.FlowJob("kid", "drop me")], on_child_failure="ignore")
+    )
+    assert producer.cancel_tasks("kid", "drop me") == 1
+    # The parent heard at once (no relay lease): its last child ended, it is queued.
+    assert producer.get_job("top", flow.id).state == "queued"

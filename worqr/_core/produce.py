@@ -17,9 +17,9 @@ from .._errors import (
 )
 from .._keys import QueueKeys
 from . import job_scripts, scripts
-from .base import CoreBase
 from .calls import Call, Pinned, Plan, command
 from .lua import source, translate
+from .relay import Relay
 
 ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
 REGISTRY_REFRESH = 30.0  # seconds between re-adding a queue to the registry
@@ -34,7 +34,7 @@ def _with_count(error: Exception, done: int, total: int) -> Exception:
         return WorqrError(message)
 
 
-class Producing(CoreBase):
+class Producing(Relay):
     def encode_task(self, task: object) -> bytes:
         if isinstance(task, str):
             try:
@@ -155,6 +155,7 @@ class Producing(CoreBase):
                 keys, data, publish=publish, policy=self.settings.jobs.policy
             )
             reply = yield call
+            yield from self.relay_written(queue, reply[1])
             return int(reply[0])
         try:
             reply = yield scripts.cancel(keys, data, publish=publish)

@@ -29,9 +29,9 @@
 -- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[4] notify            the queue's channel for waiters
 -- ARGV[5] policy            JSON: retention and budgets in ms (JobSettings.policy)
--- Reply: {cancelled, pid1, pid2, ...}: how many jobs, and the processes of the
---   active ones among them. Outbox operations the cancelled flow jobs wrote are
---   left to a relay of the queue's outbox (job_outbox_claim).
+-- Reply: {cancelled, ops, pid1, pid2, ...}: how many jobs; ops three per outbox
+--   operation the cancelled flow jobs wrote (lib/flow), which the caller relays
+--   at once; the processes of the active ones among them.
 -- Errors: none.
 -- Events: 'cancel:<pid>' on events per active job; 'done:<id>' on notify per job
 --   someone waits for.
@@ -73,7 +73,7 @@ repeat
   end
 until cursor == '0'
 
-local reply = {0}
+local reply = {0, FLOW_OPS}
 for _, id in ipairs(matching) do
   local record = load_job(jobs, id)
   if record and LIVE[record.s] then

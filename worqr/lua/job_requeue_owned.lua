@@ -40,7 +40,7 @@
 -- ARGV[7] notify            the queue's channel for waiters
 -- ARGV[8] policy            JSON: retention and budgets in ms (JobSettings.policy)
 -- Reply: {requeued, failed, remaining, ops}: ops three per outbox operation the
---   failed jobs wrote (lib/flow)
+--   failed jobs wrote (lib/flow), which the caller relays at once
 -- Errors: WORQR_TASK_QUEUE when the queue is not a job queue (requeue_owned is its version).
 -- Events: 'work:<requeued>' to each idle worker woken (at most one per job);
 --   'done:<id>' on notify for a job failed here that someone waits for; 'due:<ms>'
