@@ -1,7 +1,9 @@
 """Deleting a queue ends its live flow jobs as cancelled ("queue deleted"), so
 parents on other queues hear from their children, chains end, and a deleted
 parent's children are cancelled; nothing of the queue is left behind but what
-docs/design.md lists. Workers run in threads; the cluster's in tests/cluster."""
+docs/design.md lists. Workers run in threads; the cluster's in tests/cluster.
+Also: hops of poisoned and cancelled-by-payload jobs leave at once, and
+get_flow reads its jobs in pinned groups."""
 
 from __future__ import annotations
 
@@ -207,3 +209,23 @@ def test_a_child_cancelled_by_payload_reports_at_once(make: Make) -> None:
     assert producer.cancel_tasks("kid", "drop me") == 1
     # The parent heard at once (no relay lease): its last child ended, it is queued.
     assert producer.get_job("top", flow.id).state == "queued"
+
+
+def test_get_flow_reads_a_thousand_children_in_a_few_round_trips(make: Make) -> None:
+    wq = make()
+    flow = wq.submit_flow(
+        worqr.FlowJob("top", children=[worqr.FlowJob(f"kids-{i % 2}", str(i)) for i in range(1000)])
+    )
+    sent: list[Any] = []
+    execute_once = wq._executor._execute_once
+
+    def counting(request: Any) -> Any:
+        sent.append(request)
+        return execute_once(request)
+
+    wq._executor._execute_once = counting  # type: ignore[method-assign]
+    info = wq.get_flow(flow.id)
+    assert len(info.jobs) == 1001 and info.state == "running"
+    assert [job.id for job in info.jobs] == [flow.id] + [f"{flow.id}.{i}" for i in range(1000)]
+    # The index entry, then per queue one read and one pinned group of the rest.
+    assert len(sent) <= 8, [getattr(r, "script", r) for r in sent]
