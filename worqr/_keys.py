@@ -217,6 +217,12 @@ class QueueKeys:
         return f"{self.tag}:job:flow"
 
     @property
+    def job_flow_live(self) -> str:
+        """Zset: ids of this queue's live flow jobs -> created ms: added when a flow
+        job is created, removed when it ends, so deleting the queue ends each one."""
+        return f"{self.tag}:job:flow:live"
+
+    @property
     def flow_keys(self) -> tuple[str, ...]:
         """The flow keys every script that can end a job takes after its own."""
         return (
@@ -225,6 +231,7 @@ class QueueKeys:
             self.job_outbox_body,
             self.job_flow,
             self.job_waiting,
+            self.job_flow_live,
         )
 
     @property

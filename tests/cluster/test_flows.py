@@ -130,3 +130,38 @@ def test_flows_across_three_masters(
     assert states == ["cancelled", "cancelled"]
     release.set()
     assert len(parents) == 1  # no parent ran but the one whose children all finished
+
+
+def test_deleting_a_queue_reports_its_flow_jobs_across_masters(
+    wq: worqr.Worqr, redis_cluster_url: str, queues: list[str]
+) -> None:
+    """No worker: every job waits where it is. Deleting a queue ends its flow jobs
+    as cancelled, and their hops reach the other masters at once."""
+    first, second, third = queues
+    tree = wq.submit_flow(
+        worqr.FlowJob(
+            first,
+            children=[worqr.FlowJob(second, "a"), worqr.FlowJob(third, "b")],
+        )
+    )
+    chain = wq.submit_chain([worqr.Step(second, "x"), worqr.Step(third)])
+    above = wq.submit_flow(worqr.FlowJob(third, children=[worqr.FlowJob(first, "c")]))
+    wq.delete_queue(second)
+    # The child on `second` failed its parent (policy fail), which cancelled the other.
+    assert wq.get_job(first, tree.id).state == "failed"
+    assert wq.get_job(third, f"{tree.id}.1").state == "cancelled"
+    assert wq.get_flow(tree.id).state == "failed"
+    assert wq.get_flow(chain.id).state == "cancelled"
+    assert wq.get_job(third, f"{chain.id}.1") is None
+    wq.delete_queue(third)  # a waiting parent's queue: its child on `first` is cancelled
+    assert wq.get_job(first, f"{above.id}.0").state == "cancelled"
+    assert wq.get_flow(above.id).state == "cancelled"
+    client = RedisCluster.from_url(redis_cluster_url)
+    try:
+        for queue in (second, third):
+            keys = wq._core.queue_keys(queue)
+            for key in (*keys.job_keys, *keys.flow_keys, keys.config, keys.stats):
+                assert not client.exists(key), key
+            assert client.pttl(keys.job_applied) > 0
+    finally:
+        client.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .base import Callback
 from .dead_letters import DeadLetters
+from .deletion import QueueDeletion
 from .flows import Flows
 from .liveness import Liveness
 from .notify import Notifications
@@ -15,7 +16,7 @@ from .reads import Reads
 from .schedules import Schedules
 
 
-class Core(Liveness, DeadLetters, Flows, Schedules, Reads, Notifications):
+class Core(Liveness, DeadLetters, Flows, Schedules, QueueDeletion, Reads, Notifications):
     """State and plans of one client: every plan `Worqr` and `AsyncWorqr` run."""
 
 

@@ -37,6 +37,7 @@ def job_flow_submit(
             keys.job_outbox_data,
             keys.job_outbox_body,
             keys.job_waiting,
+            keys.job_flow_live,
         ),
         (keys.wake_prefix, publish, policy, queue, *(field for job in jobs for field in job)),
     )
@@ -63,6 +64,15 @@ def job_flow_cancel(keys: QueueKeys, ids: Sequence[str], *, publish: str, policy
         "job_flow_cancel",
         (*keys.job_keys, keys.processes, keys.stats, keys.job_applied, *keys.flow_keys),
         (keys.events, publish, keys.notify, policy, *ids),
+    )
+
+
+def job_flow_drop(keys: QueueKeys, *, count: int, reason: str, publish: str, policy: str) -> Call:
+    # Resend-safe: a resend ends the next live flow jobs, which the caller wants.
+    return Call(
+        "job_flow_drop",
+        (*keys.job_keys, keys.processes, keys.stats, *keys.flow_keys),
+        (keys.events, publish, keys.notify, policy, count, reason),
     )
 
 

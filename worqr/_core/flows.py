@@ -13,13 +13,18 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from redis.exceptions import NoScriptError
+
 from .._errors import JobNotFoundError, WrongQueueKindError
 from .._flows import FlowInfo, FlowJob, FlowRef, Step, chain_specs, compact, flow_state, tree_specs
-from .._jobs import ms, new_job_id
-from . import flow_scripts
-from .calls import Plan, command
+from .._jobs import JobInfo, ms, new_job_id
+from . import flow_scripts, job_scripts
+from .calls import Pinned, Plan, command
+from .failures import checked_replies
 from .jobs_read import JobReads
 from .jobs_submit import JobProducing, job_options
+
+READ_CHUNK = 500  # job reads per pinned group of get_flow
 
 
 class Flows(JobProducing, JobReads):
@@ -80,14 +85,43 @@ class Flows(JobProducing, JobReads):
         entry = yield from self._flow_entry(flow_id)
         if entry is None:
             raise JobNotFoundError(f"no flow {flow_id!r} (never submitted, or forgotten)")
-        infos = []
-        for queue, id in entry["j"]:
-            info = yield from self.read_job(queue, id)
-            if info is not None:
-                infos.append(info)
+        infos = yield from self._read_flow_jobs([(str(q), str(i)) for q, i in entry["j"]])
         root_id = entry["j"][0][1]
         state = flow_state(entry["k"], root_id, infos, len(entry["j"]), bool(entry.get("c")))
         return FlowInfo(flow_id, entry["k"], state, infos)
+
+    def _read_flow_jobs(self, jobs: list[tuple[str, str]]) -> Plan[list[JobInfo]]:
+        """The flow's jobs that exist, in its order: per queue, the first by
+        `read_job` (which loads the script where it runs), the rest as pinned
+        groups of `READ_CHUNK` reads, so 1,000 children cost a few round trips."""
+        by_queue: dict[str, list[str]] = {}
+        for queue, id in jobs:
+            by_queue.setdefault(queue, []).append(id)
+        found: dict[tuple[str, str], JobInfo] = {}
+        for queue, ids in by_queue.items():
+            first = yield from self.read_job(queue, ids[0])
+            if first is not None:
+                found[queue, ids[0]] = first
+            keys = self.queue_keys(queue)
+            for start in range(1, len(ids), READ_CHUNK):
+                chunk = ids[start : start + READ_CHUNK]
+                request = Pinned(
+                    tuple(
+                        job_scripts.job_watch(keys, id, watch=False, with_payload=True)
+                        for id in chunk
+                    )
+                )
+                replies = yield request
+                if any(isinstance(reply, NoScriptError) for reply in replies):
+                    for id in chunk:  # scripts flushed meanwhile: one by one (reloads)
+                        info = yield from self.read_job(queue, id)
+                        if info is not None:
+                            found[queue, id] = info
+                    continue
+                for id, reply in zip(chunk, checked_replies(request, replies), strict=True):
+                    if reply is not None:
+                        found[queue, id] = self.job_info_of(queue, id, reply)
+        return [found[job] for job in jobs if job in found]
 
     def cancel_flow(self, flow_id: str) -> Plan[bool]:
         """Cancel every job of the flow that is not terminal, and block those not

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from typing import Any
 
 from .._errors import JobCancelledError, JobFailedError, JobNotFoundError, WrongQueueKindError
 from .._jobs import (
@@ -47,8 +48,10 @@ class JobReads(Relay):
         keys = self.queue_keys(queue)
         validate_job_id(id)
         reply = yield job_scripts.job_watch(keys, id, watch=False, with_payload=True)
-        if reply is None:
-            return None
+        return None if reply is None else self.job_info_of(queue, id, reply)
+
+    def job_info_of(self, queue: str, id: str, reply: Any) -> JobInfo:
+        """The `JobInfo` of a `job_watch` reply (with its payload)."""
         raw, payload, result, progress, _ = reply
         return job_info(
             queue,

@@ -19,7 +19,6 @@ from .calls import Plan, command
 from .job_scripts import Finish
 from .lua import NotMemberError
 from .processes import COMPLETE_BATCH, DEQUEUE_CHUNK, Processes
-from .relay import Relay
 from .sched_refill import ScheduleRefill
 
 JobFinish = tuple[JobProcess, str, bytes]
@@ -28,7 +27,7 @@ JobFinish = tuple[JobProcess, str, bytes]
 REDRIVE_CHUNK = 200  # failed jobs given a new life per script call
 
 
-class JobWork(Relay, Processes, ScheduleRefill):
+class JobWork(Processes, ScheduleRefill):
     def mark_job_queue(self, queue: str) -> Plan[None]:
         """Make ``queue`` a job queue (a worker with a job handler joins it);
         `WrongQueueKindError` when it holds tasks."""

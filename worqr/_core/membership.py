@@ -13,10 +13,10 @@ import uuid
 from .._errors import WrongQueueKindError
 from .._keys import QueueKeys
 from . import job_scripts, scripts
-from .base import CoreBase
 from .calls import Plan, Subscribe, command
 from .eviction import check_eviction_policy
 from .lua import IdTakenError
+from .relay import Relay
 from .scripts import RequeueMode
 
 
@@ -26,7 +26,7 @@ def new_worker_id() -> str:
     return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
-class Membership(CoreBase):
+class Membership(Relay):
     def start_worker(self) -> Plan[str]:
         if self.worker_id is not None:
             return self.worker_id
@@ -112,13 +112,15 @@ class Membership(CoreBase):
                     publish=publish,
                 )
             try:
-                moved, poisoned, remaining, *_ = yield call  # flow hops: relay_stragglers
+                moved, poisoned, remaining, *ops = yield call
             except WrongQueueKindError as error:
                 if switched:
                     raise
                 switched = True
                 self._kinds[queue] = error.queue_kind
                 continue
+            if ops and ops[0]:  # a job queue's poisoned flow jobs wrote hops
+                yield from self.relay_written(queue, ops[0])
             requeued += int(moved)
             dead_lettered += int(poisoned)
             if int(remaining) == 0:

@@ -1,5 +1,5 @@
-"""Plans that produce and remove work: enqueue, cancel by payload, delete a
-queue, and the per-queue options shared by the mesh."""
+"""Plans that produce and remove work: enqueue, cancel by payload, and the
+per-queue options shared by the mesh (deleting a queue: `deletion`)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from .._errors import (
 )
 from .._keys import QueueKeys
 from . import job_scripts, scripts
-from .base import CoreBase, text
 from .calls import Call, Pinned, Plan, command
 from .lua import source, translate
+from .relay import Relay
 
 ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
 REGISTRY_REFRESH = 30.0  # seconds between re-adding a queue to the registry
@@ -34,7 +34,7 @@ def _with_count(error: Exception, done: int, total: int) -> Exception:
         return WorqrError(message)
 
 
-class Producing(CoreBase):
+class Producing(Relay):
     def encode_task(self, task: object) -> bytes:
         if isinstance(task, str):
             try:
@@ -155,6 +155,7 @@ class Producing(CoreBase):
                 keys, data, publish=publish, policy=self.settings.jobs.policy
             )
             reply = yield call
+            yield from self.relay_written(queue, reply[1])
             return int(reply[0])
         try:
             reply = yield scripts.cancel(keys, data, publish=publish)
@@ -162,18 +163,6 @@ class Producing(CoreBase):
             self._kinds[queue] = "jobs"  # it became one since we last looked
             return (yield from self.cancel_tasks(queue, task))
         return int(reply[0]) + len(reply) - 1
-
-    def delete_queue(self, queue: str) -> Plan[None]:
-        keys = self.queue_keys(queue)
-        members = [text(member) for member in (yield command("SMEMBERS", keys.members))]
-        publish = yield from self.publish_command()
-        # Schedules first, in one command: none can fire into the queue after it went.
-        yield command("UNLINK", *keys.sched_keys)
-        yield scripts.delete_queue(keys, members, publish=publish)
-        yield command("SREM", self.mesh.queues, queue)
-        yield command("SREM", self.mesh.jobqueues, queue)
-        self._registered.pop(queue, None)
-        self._kinds.pop(queue, None)
 
     def configure_queue(self, queue: str, *, max_recoveries: int | None) -> Plan[None]:
         """Per-queue options, stored in Redis for every worker of the mesh.

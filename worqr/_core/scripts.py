@@ -52,7 +52,9 @@ def cancel(keys: QueueKeys, task: bytes, *, publish: str) -> Call:
     )
 
 
-def delete_queue(keys: QueueKeys, members: Sequence[str], *, publish: str) -> Call:
+def delete_queue(
+    keys: QueueKeys, members: Sequence[str], *, publish: str, applied_ttl_ms: int
+) -> Call:
     return _call(
         "delete_queue",
         (
@@ -65,9 +67,13 @@ def delete_queue(keys: QueueKeys, members: Sequence[str], *, publish: str) -> Ca
             keys.config,
             keys.stats,
             keys.seq,
+            keys.job_flow_live,
+            keys.job_flow,
+            keys.job_waiting,
+            keys.job_applied,
             *(keys.owned(member) for member in members),
         ),
-        (keys.events, keys.notify, publish),
+        (keys.events, keys.notify, publish, applied_ttl_ms),
     )
 
 

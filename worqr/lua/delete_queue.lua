@@ -1,7 +1,10 @@
 -- delete_queue: drop a queue (tasks or jobs) with its processes and bookkeeping,
 -- and tell listeners and waiters. In-process copies end with it: their
 -- acknowledgements are fenced. Keys go with UNLINK: a big hash is freed off the
--- main thread.
+-- main thread. Refused while the queue has live flow jobs (job_flow_drop ends
+-- them first, so each reports). Its outbox stays until relayed (it empties,
+-- and so goes, as relays ack), and job_applied expires after applied_ttl_ms
+-- (a late resend of a flow hop that created a job here creates nothing).
 -- KEYS[1] tasks          list    ready entries at priority 0; the right end is the front
 -- KEYS[2] job_prio       zset    ready entries with a priority
 -- KEYS[3] job_seq        string  lives and priority order
@@ -25,11 +28,17 @@
 -- KEYS[21] config        hash    per-queue options
 -- KEYS[22] stats         hash    lifetime counters of the queue, by event
 -- KEYS[23] seq           string  per-queue take counter
--- KEYS[24..n] owned      zset    each member's process ids on this queue
+-- KEYS[24] job_flow_live zset    live flow jobs of this queue -> created ms (lib/flow)
+-- KEYS[25] job_flow      hash    parent#life|i -> child i's outcome
+-- KEYS[26] job_waiting   zset    flow parents waiting for their children
+-- KEYS[27] job_applied   zset    's:<id>' of flow jobs created or blocked -> forget ms
+-- KEYS[28..n] owned      zset    each member's process ids on this queue
 -- ARGV[1] events            broadcast channel of the queue
 -- ARGV[2] notify            the queue's channel for waiters
 -- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
--- Reply: integer, number of keys deleted.
+-- ARGV[4] applied_ttl_ms    how long job_applied is kept after the queue went
+-- Reply: integer, number of keys deleted; -1 (nothing done) while live flow jobs
+--   are left.
 -- Errors: none.
 -- Events: 'delete' on events; 'deleted' on notify (waiters find their jobs gone).
 --!include publish
@@ -42,16 +51,26 @@ local failed = KEYS[20]
 local config = KEYS[21]
 local stats = KEYS[22]
 local seq = KEYS[23]
-local first_owned = 24  -- KEYS[24..n] owned, one per member
+local job_flow_live = KEYS[24]
+local job_flow = KEYS[25]
+local job_waiting = KEYS[26]
+local job_applied = KEYS[27]
+local first_owned = 28  -- KEYS[28..n] owned, one per member
 local events = ARGV[1]
 local notify = ARGV[2]
 local publish = publish_command(ARGV[3])
+local applied_ttl_ms = tonumber(ARGV[4])
+
+if redis.call('ZCARD', job_flow_live) > 0 then
+  return -1
+end
+redis.call('PEXPIRE', job_applied, applied_ttl_ms)
 
 local deleted = redis.call('UNLINK', tasks, job_prio, job_seq, jobs, job_data, job_result,
   job_progress, job_delayed, job_retrying, job_finished, job_failed, job_cancelled,
   job_unique, job_counts, job_timer)
 deleted = deleted + redis.call('UNLINK', processes, members, idle, recoveries, failed, config,
-  stats, seq)
+  stats, seq, job_flow, job_waiting)
 for i = first_owned, #KEYS do
   deleted = deleted + redis.call('UNLINK', KEYS[i])
 end

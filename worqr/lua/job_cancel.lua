@@ -21,6 +21,7 @@
 -- KEYS[20] job_outbox_body hash  operation id -> body (a result passed on)
 -- KEYS[21] job_flow      hash    parent#life|i -> child i's outcome
 -- KEYS[22] job_waiting   zset    flow parents waiting for their children
+-- KEYS[23] job_flow_live zset    live flow jobs of this queue -> created ms (lib/flow)
 -- ARGV[1] id
 -- ARGV[2] nonce             unique per call: a resend answers as the first call did
 -- ARGV[3] events            broadcast channel of the queue
@@ -47,6 +48,7 @@ local job_outbox_data = KEYS[19]
 local job_outbox_body = KEYS[20]
 local job_flow = KEYS[21]
 local job_waiting = KEYS[22]
+local job_flow_live = KEYS[23]
 
 local id = ARGV[1]
 local nonce = ARGV[2]
@@ -56,7 +58,7 @@ local notify = ARGV[5]
 local policy = cjson.decode(ARGV[6])
 J.stats, J.notify = stats, notify
 J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
-J.flow, J.waiting = job_flow, job_waiting
+J.flow, J.waiting, J.flow_live = job_flow, job_waiting, job_flow_live
 
 local now = now_ms()
 local record = load_job(jobs, id)

@@ -23,14 +23,15 @@
 -- KEYS[20] job_outbox_body hash  operation id -> body (a result passed on)
 -- KEYS[21] job_flow      hash    parent#life|i -> child i's outcome
 -- KEYS[22] job_waiting   zset    flow parents waiting for their children
+-- KEYS[23] job_flow_live zset    live flow jobs of this queue -> created ms (lib/flow)
 -- ARGV[1] payload           the payload to cancel (exact bytes)
 -- ARGV[2] events            broadcast channel of the queue
 -- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[4] notify            the queue's channel for waiters
 -- ARGV[5] policy            JSON: retention and budgets in ms (JobSettings.policy)
--- Reply: {cancelled, pid1, pid2, ...}: how many jobs, and the processes of the
---   active ones among them. Outbox operations the cancelled flow jobs wrote are
---   left to a relay of the queue's outbox (job_outbox_claim).
+-- Reply: {cancelled, ops, pid1, pid2, ...}: how many jobs; ops three per outbox
+--   operation the cancelled flow jobs wrote (lib/flow), which the caller relays
+--   at once; the processes of the active ones among them.
 -- Errors: none.
 -- Events: 'cancel:<pid>' on events per active job; 'done:<id>' on notify per job
 --   someone waits for.
@@ -48,6 +49,7 @@ local job_outbox_data = KEYS[19]
 local job_outbox_body = KEYS[20]
 local job_flow = KEYS[21]
 local job_waiting = KEYS[22]
+local job_flow_live = KEYS[23]
 
 local payload = ARGV[1]
 local events = ARGV[2]
@@ -56,7 +58,7 @@ local notify = ARGV[4]
 local policy = cjson.decode(ARGV[5])
 J.stats, J.notify = stats, notify
 J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
-J.flow, J.waiting = job_flow, job_waiting
+J.flow, J.waiting, J.flow_live = job_flow, job_waiting, job_flow_live
 
 local now = now_ms()
 local matching = {}
@@ -71,7 +73,7 @@ repeat
   end
 until cursor == '0'
 
-local reply = {0}
+local reply = {0, FLOW_OPS}
 for _, id in ipairs(matching) do
   local record = load_job(jobs, id)
   if record and LIVE[record.s] then

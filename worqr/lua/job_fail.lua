@@ -27,6 +27,7 @@
 -- KEYS[23] job_outbox_body hash  operation id -> body (a result passed on)
 -- KEYS[24] job_flow      hash    parent#life|i -> child i's outcome
 -- KEYS[25] job_waiting   zset    flow parents waiting for their children
+-- KEYS[26] job_flow_live zset    live flow jobs of this queue -> created ms (lib/flow)
 -- ARGV[1] pid
 -- ARGV[2] entry             the job's id#life, as the take gave it
 -- ARGV[3] mode              'error': a failure, retried while failures <= retries;
@@ -62,6 +63,7 @@ local job_outbox_data = KEYS[22]
 local job_outbox_body = KEYS[23]
 local job_flow = KEYS[24]
 local job_waiting = KEYS[25]
+local job_flow_live = KEYS[26]
 
 local pid = ARGV[1]
 local entry = ARGV[2]
@@ -75,7 +77,7 @@ local notify = ARGV[9]
 local policy = cjson.decode(ARGV[10])
 J.members, J.idle, J.stats, J.notify = members, idle, stats, notify
 J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
-J.flow, J.waiting = job_flow, job_waiting
+J.flow, J.waiting, J.flow_live = job_flow, job_waiting, job_flow_live
 
 if redis.call('HGET', processes, pid) ~= entry then
   return {0, ''}

@@ -26,6 +26,7 @@
 -- KEYS[21] job_outbox_body hash  operation id -> body (a result passed on)
 -- KEYS[22] job_flow      hash    parent#life|i -> child i's outcome
 -- KEYS[23] job_waiting   zset    flow parents waiting for their children -> created ms
+-- KEYS[24] job_flow_live zset    live flow jobs of this queue -> created ms (lib/flow)
 -- ARGV[1] events            broadcast channel of the queue
 -- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[3] notify            the queue's channel for waiters
@@ -51,6 +52,7 @@ local job_outbox_data = KEYS[20]
 local job_outbox_body = KEYS[21]
 local job_flow = KEYS[22]
 local job_waiting = KEYS[23]
+local job_flow_live = KEYS[24]
 local events = ARGV[1]
 local publish = publish_command(ARGV[2])
 local notify = ARGV[3]
@@ -58,7 +60,7 @@ local policy = cjson.decode(ARGV[4])
 local first_id = 5  -- ARGV[5..n] ids
 J.stats, J.notify = stats, notify
 J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
-J.flow, J.waiting = job_flow, job_waiting
+J.flow, J.waiting, J.flow_live = job_flow, job_waiting, job_flow_live
 
 local now = now_ms()
 local cancelled = 0

@@ -29,6 +29,7 @@
 -- KEYS[23] job_outbox_data hash  operation id -> header JSON
 -- KEYS[24] job_outbox_body hash  operation id -> body (a result passed on)
 -- KEYS[25] job_waiting   zset    flow parents waiting for their children -> created ms
+-- KEYS[26] job_flow_live zset    live flow jobs of this queue -> created ms (lib/flow)
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[3] policy            JSON: retention and budgets in ms (JobSettings.policy)
@@ -61,6 +62,7 @@ local job_outbox = KEYS[22]
 local job_outbox_data = KEYS[23]
 local job_outbox_body = KEYS[24]
 local job_waiting = KEYS[25]
+local job_flow_live = KEYS[26]
 local wake_prefix = ARGV[1]
 local publish = publish_command(ARGV[2])
 local policy = cjson.decode(ARGV[3])
@@ -68,6 +70,7 @@ local queue = ARGV[4]
 local first_job = 5  -- ARGV[5..n] jobs
 J.members, J.idle, J.stats = members, idle, stats
 J.outbox, J.outbox_data, J.outbox_body, J.waiting = job_outbox, job_outbox_data, job_outbox_body, job_waiting
+J.flow_live = job_flow_live
 
 local refused = make_job_queue(config, tasks, processes)
 if refused then
@@ -136,6 +139,7 @@ for i = first_job, #ARGV, 4 do
     end
     tally(job_counts, record.s, 1)
     save_job(jobs, id, record)
+    redis.call('ZADD', job_flow_live, now, id)
     redis.call('ZADD', job_applied, now + policy.applied_ttl, member)
     submitted = submitted + 1
     created[#created + 1], created[#created + 2] = 1, record.s

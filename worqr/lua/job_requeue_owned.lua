@@ -28,6 +28,7 @@
 -- KEYS[24] job_outbox_body hash  operation id -> body (a result passed on)
 -- KEYS[25] job_flow      hash    parent#life|i -> child i's outcome
 -- KEYS[26] job_waiting   zset    flow parents waiting for their children
+-- KEYS[27] job_flow_live zset    live flow jobs of this queue -> created ms (lib/flow)
 -- ARGV[1] worker            the worker whose processes return
 -- ARGV[2] mode              'fail' (a peer fails a dead worker), 'leave' (the worker
 --                           stops working the queue), 'release' (it hands its jobs back
@@ -39,7 +40,7 @@
 -- ARGV[7] notify            the queue's channel for waiters
 -- ARGV[8] policy            JSON: retention and budgets in ms (JobSettings.policy)
 -- Reply: {requeued, failed, remaining, ops}: ops three per outbox operation the
---   failed jobs wrote (lib/flow)
+--   failed jobs wrote (lib/flow), which the caller relays at once
 -- Errors: WORQR_TASK_QUEUE when the queue is not a job queue (requeue_owned is its version).
 -- Events: 'work:<requeued>' to each idle worker woken (at most one per job);
 --   'done:<id>' on notify for a job failed here that someone waits for; 'due:<ms>'
@@ -65,6 +66,7 @@ local job_outbox_data = KEYS[23]
 local job_outbox_body = KEYS[24]
 local job_flow = KEYS[25]
 local job_waiting = KEYS[26]
+local job_flow_live = KEYS[27]
 
 local worker = ARGV[1]
 local mode = ARGV[2]
@@ -76,7 +78,7 @@ local notify = ARGV[7]
 local policy = cjson.decode(ARGV[8])
 J.members, J.idle, J.stats, J.notify = members, idle, stats, notify
 J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
-J.flow, J.waiting = job_flow, job_waiting
+J.flow, J.waiting, J.flow_live = job_flow, job_waiting, job_flow_live
 
 local refused = not_a_task_queue(config)
 if refused then

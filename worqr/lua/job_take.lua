@@ -32,6 +32,7 @@
 -- KEYS[28] job_outbox_body hash  operation id -> body (a result passed on)
 -- KEYS[29] job_flow      hash    parent#life|i -> child i's outcome
 -- KEYS[30] job_waiting   zset    flow parents waiting for their children
+-- KEYS[31] job_flow_live zset    live flow jobs of this queue -> created ms (lib/flow)
 -- ARGV[1] worker            the worker's id
 -- ARGV[2] pid_prefix        client-chosen, unique per call; new process i is pid_prefix .. i
 -- ARGV[3] count             how many jobs to take at most (>= 0; 0 only finishes)
@@ -85,6 +86,7 @@ local job_outbox_data = KEYS[27]
 local job_outbox_body = KEYS[28]
 local job_flow = KEYS[29]
 local job_waiting = KEYS[30]
+local job_flow_live = KEYS[31]
 local worker = ARGV[1]
 local pid_prefix = ARGV[2]
 local count = tonumber(ARGV[3])
@@ -96,7 +98,7 @@ local first_finish = 8  -- ARGV[8..n] finishes
 J.members, J.idle, J.stats, J.notify = members, idle, stats, notify
 J.sched, J.sched_next, J.sched_data = job_sched, job_sched_next, job_sched_data
 J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
-J.flow, J.waiting = job_flow, job_waiting
+J.flow, J.waiting, J.flow_live = job_flow, job_waiting, job_flow_live
 
 
 -- taken_of(pid, entry) -> the four reply fields of a job this worker holds

@@ -6,7 +6,8 @@
 -- (idempotently: job_flow_submit, job_child_done, job_flow_cancel), then acks it
 -- here. Every operation written by this call is also in FLOW_OPS (op id, header,
 -- body), which the script replies, so the caller relays at once.
--- J adds: outbox, outbox_data, outbox_body, flow, waiting. (needs lib/jobs)
+-- J adds: outbox, outbox_data, outbox_body, flow, waiting, flow_live (live flow
+-- jobs: job_flow_submit adds each, flow_ended removes it). (needs lib/jobs)
 
 local FLOW_OPS = {}
 
@@ -48,6 +49,7 @@ end
 --   parent that did not finish cancels the children that have not reported.
 local function flow_ended(J, id, record, state, now, policy)
   local entry = entry_of(id, record.l)
+  redis.call('ZREM', J.flow_live, id)
   if state == 'f' and type(record.nx) == 'table' and #record.nx > 0 then
     local step = record.nx[1]
     local rest = {}

@@ -1,0 +1,71 @@
+"""Deleting a queue, flows included.
+
+A job queue's live flow jobs are ended first, as cancelled ("queue deleted"),
+by `job_flow_drop` in chunks, each through the ordinary terminal path, so each
+writes its hop (a child reports to its parent, a parent cancels its children,
+a chain ends) and this plan relays them before anything goes. `delete_queue`
+then drops the queue's keys in one script, which refuses while a flow job is
+live (a relay created one meanwhile): the plan ends it too and tries again.
+The outbox outlives the script until relayed; `job_applied` expires a day
+later, so a late resend of a hop that created a job here creates nothing.
+"""
+
+from __future__ import annotations
+
+from .._errors import WorqrError
+from .._jobs import APPLIED_TTL_MS
+from . import flow_scripts, scripts
+from .base import text
+from .calls import Plan, command
+from .relay import Relay
+
+DROP_CHUNK = 200  # live flow jobs ended per script call
+MAX_ATTEMPTS = 100  # delete scripts refused (flow jobs created meanwhile) before giving up
+QUEUE_DELETED = "QueueDeleted: the job's queue was deleted"
+
+
+class QueueDeletion(Relay):
+    def delete_queue(self, queue: str) -> Plan[None]:
+        keys = self.queue_keys(queue)
+        publish = yield from self.publish_command()
+        # Schedules first, in one command: none can fire into the queue after it went.
+        yield command("UNLINK", *keys.sched_keys)
+        for _ in range(MAX_ATTEMPTS):
+            yield from self._end_flow_jobs(queue, publish)
+            members = [text(member) for member in (yield command("SMEMBERS", keys.members))]
+            deleted = yield scripts.delete_queue(
+                keys, members, publish=publish, applied_ttl_ms=APPLIED_TTL_MS
+            )
+            if int(deleted) >= 0:
+                break
+        else:
+            raise WorqrError(f"queue {queue!r} kept getting flow jobs while it was deleted")
+        # Hops written before (a step that finished just now) still leave.
+        yield from self.relay_queue(queue, fresh=True)
+        yield command("SREM", self.mesh.queues, queue)
+        if not (yield command("ZCARD", keys.job_outbox)):
+            yield command("SREM", self.mesh.jobqueues, queue)  # else stragglers relay it
+        self._registered.pop(queue, None)
+        self._kinds.pop(queue, None)
+
+    def _end_flow_jobs(self, queue: str, publish: str) -> Plan[None]:
+        """End the queue's live flow jobs as cancelled and relay what they wrote;
+        mark their flows cancelled in the mesh's index (their records go with the
+        queue, so `get_flow` could not see how they ended)."""
+        keys = self.queue_keys(queue)
+        flows: set[str] = set()
+        while True:
+            left, ended, ops = yield flow_scripts.job_flow_drop(
+                keys,
+                count=DROP_CHUNK,
+                reason=QUEUE_DELETED,
+                publish=publish,
+                policy=self.settings.jobs.policy,
+            )
+            flows.update(text(flow_id) for flow_id in ended)
+            if ops:
+                yield from self.relay_ops(queue, ops)
+            if not int(left):
+                break
+        for flow_id in sorted(flows):
+            yield flow_scripts.flow_index(self.mesh, flow_id, mode="cancel", spec="", ttl_ms=0)
