@@ -122,8 +122,8 @@ def test_flows_across_three_masters(
     wait_until(lambda: wq.get_job(third, f"{failing.id}.1").state == "cancelled", 10)
     release.set()
 
+    release.clear()  # before the submit: its child may start at once
     held = wq.submit_flow(worqr.FlowJob(first, "parent-c", children=[worqr.FlowJob(third, "hold")]))
-    release.clear()
     wait_until(lambda: wq.get_job(third, f"{held.id}.0").state == "active", 10)
     assert wq.cancel_flow(held.id)
     states = [job.state for job in wq.get_flow(held.id).jobs]

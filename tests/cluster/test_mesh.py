@@ -220,5 +220,6 @@ def test_every_script_and_read_runs_on_the_cluster(make: Factory) -> None:
     client.stop_work("q")
     client.delete_queue("q")
     client.close()  # forget_worker
-    # (The job and flow scripts: tests/jobs/test_cluster.py.)
-    assert ran == {name for name in script_names() if not name.startswith(("job_", "flow_"))}
+    # (The job and flow scripts: tests/jobs/test_cluster.py; delete_queue runs two.)
+    mesh_scripts = {name for name in script_names() if not name.startswith(("job_", "flow_"))}
+    assert mesh_scripts <= ran, mesh_scripts - ran

@@ -247,12 +247,32 @@ def test_leaving_covers_a_join_that_was_abandoned_halfway(
     wq = worqr.Worqr(redis_url, settings=worqr.Settings(prefix=prefix, **FAST))
     worker_id = wq.start_worker()
     plan = wq._core.start_work("q")
-    request = next(plan)  # add_worker_queue
-    request = plan.send(wq._execute(request, 1.0))  # join_queue: member and idle now
-    wq._execute(request, 1.0)
+    request = next(plan)  # add_worker_queue, the subscription, then join_queue
+    while getattr(request, "script", None) != "join_queue":
+        request = plan.send(wq._execute(request, 1.0))
+    wq._execute(request, 1.0)  # member and idle now
     plan.close()  # abandoned, as when the task driving it is cancelled
     assert redis_client.sismember(keys.idle, worker_id)
     wq.close()
     # Otherwise an enqueue could pick the departed id as the idle worker to wake.
     assert redis_client.smembers(keys.members) == set()
     assert redis_client.smembers(keys.idle) == set()
+
+
+def test_a_worker_hears_wake_ups_before_it_becomes_a_member(
+    redis_url: str, redis_client: Any, prefix: str
+) -> None:
+    """A member may be picked for a wake-up at once (a job queue's timer holder,
+    chosen among members when none is idle): its wake channel is subscribed
+    before the join makes it one, or that hint is lost until the next poll."""
+    keys = MeshKeys(prefix).queue("q")
+    with worqr.Worqr(redis_url, settings=worqr.Settings(prefix=prefix, **FAST)) as wq:
+        worker_id = wq.start_worker()
+        plan = wq._core.start_work("q")
+        request = next(plan)
+        while getattr(request, "script", None) != "join_queue":
+            request = plan.send(wq._execute(request, 1.0))
+        assert not redis_client.sismember(keys.members, worker_id)
+        wake = keys.wake(worker_id)
+        wait_until(lambda: dict(redis_client.pubsub_numsub(wake)).get(wake.encode()) == 1)
+        plan.close()

@@ -58,14 +58,16 @@ class Membership(Relay):
 
     def join(self, keys: QueueKeys, queue: str, worker: str) -> Plan[None]:
         """Join ``queue`` as ``worker``: the mesh registry first, so a reaper that
-        fails the worker always finds the queue; then membership and wake-ups."""
+        fails the worker always finds the queue; then wake-ups, then membership:
+        a member may be picked for a wake-up (a queue's timer holder) at once, and
+        a hint published before its subscription would be lost."""
         yield scripts.add_worker_queue(self.mesh, worker, queue)
         self._registered[queue] = time.monotonic()
-        yield scripts.join_queue(keys, worker)
         yield from self.publish_command()  # subscribe the way scripts will publish
         self._channels[keys.events] = (queue, "events")
         self._channels[keys.wake(worker)] = (queue, "wake")
         yield Subscribe(add=(keys.events, keys.wake(worker)))
+        yield scripts.join_queue(keys, worker)
 
     def stop_work(self, queue: str) -> Plan[int]:
         worker = self.require_worker()
