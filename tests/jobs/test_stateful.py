@@ -21,6 +21,7 @@ the test deletes its alive key, and `reap()` fails it.
 from __future__ import annotations
 
 import json
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -73,7 +74,9 @@ class JobMachine(RuleBasedStateMachine):
         super().__init__()
         self.redis_url = redis_url
         self.raw = redis.Redis.from_url(redis_url)
-        self.prefix = f"js{id(self)}{prefix_maker}"
+        # A fresh prefix per example: id(self) is reused once an example is collected,
+        # and a reused prefix would start an example on the jobs of an earlier one.
+        self.prefix = f"js{uuid.uuid4().hex[:12]}{prefix_maker}"
         self.jobs: dict[str, Job] = {}
         self.ready0: list[str] = []  # queued jobs of priority 0, front first
         self.counter = 0
