@@ -126,6 +126,12 @@ class EmbeddedCluster:
         try:
             per = SLOTS // len(masters)
             for i, client in enumerate(masters):
+                # A distinct config epoch per master before the nodes meet (what
+                # `redis-cli --cluster create` does): left at 0, the masters collide
+                # and resolve it by bumping epochs over the next seconds, and a bump
+                # racing a resharding (SETSLOT NODE) can hand a moved slot back to
+                # its old owner, which then drops the keys the new one received.
+                command(client, "CLUSTER", "SET-CONFIG-EPOCH", i + 1)
                 last = SLOTS - 1 if i == len(masters) - 1 else (i + 1) * per - 1
                 command(client, "CLUSTER", "ADDSLOTS", *range(i * per, last + 1))
             for client in clients[1:]:

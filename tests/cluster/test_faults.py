@@ -135,16 +135,21 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
     listener.on(queue, lambda event, message: heard.append((event, message)))
     listener.start_work(queue)
     stale = worqr.Worqr(redis_cluster.url, cluster=True, settings=worqr.Settings(prefix=prefix))
-    produced, moved_back = threading.Event(), threading.Event()
+    produced, moved_back, stop = threading.Event(), threading.Event(), threading.Event()
+    feeder_errors: list[BaseException] = []  # shown by the assertions that depend on the feeder
 
     def produce() -> None:
         # Traffic until both moves are done (at least 600 tasks), so clients
         # still hold the old slot map when each move completes (MOVED).
-        while len(tasks) < 600 or not moved_back.is_set():
-            batch = [f"t{len(tasks) + i}" for i in range(10)]
-            producer.enqueue_many(queue, batch)
-            tasks.extend(batch)
-            time.sleep(0.005)
+        try:
+            while (len(tasks) < 600 or not moved_back.is_set()) and not stop.is_set():
+                batch = [f"t{len(tasks) + i}" for i in range(10)]
+                producer.enqueue_many(queue, batch)
+                tasks.extend(batch)
+                time.sleep(0.005)
+        except BaseException as error:  # reported by the test, not lost in a thread
+            feeder_errors.append(error)
+            return
         produced.set()
 
     try:
@@ -174,7 +179,7 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
         print(f"moves {moves}, redirects {dict(redirects)}")
         assert redirects["MOVED"] > 0 and redirects["ASK"] + redirects["TRYAGAIN"] > 0, redirects
         feeder.join(30)
-        assert produced.is_set()
+        assert produced.is_set(), f"the feeder stopped: {feeder_errors!r}"
         total = len(tasks)
         wait_until(lambda: sum(done.values()) >= total + 1, timeout=30, message="all tasks ran")
         # The slot has moved twice: wake-ups must reach the new subscriptions.
@@ -195,6 +200,7 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
         # when its thread reads the confirmation: wait for it.
         wait_until(lambda: heard.count(("work", 0)) >= 2, timeout=5, message=f"hints {heard}")
     finally:
+        stop.set()  # a failure above must not leave the feeder enqueueing into later tests
         for worker in workers:
             worker.stop()
         for thread in threads:

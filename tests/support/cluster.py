@@ -10,9 +10,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import redis
 from redis.asyncio.client import PubSub as AsyncPubSub
 
 from tests.support.server_versions import redis_version, requires, server_binary
+from tests.support.waiting import wait_until
 from worqr.embedded_cluster import EmbeddedCluster, node_client
 
 needs_asyncio_cluster = pytest.mark.skipif(
@@ -54,7 +56,13 @@ class LocalCluster(EmbeddedCluster):
             dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
             src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
             while keys := src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 2):
-                src.execute_command("MIGRATE", "127.0.0.1", target, "", 0, 5000, "KEYS", *keys)
+                try:
+                    src.execute_command("MIGRATE", "127.0.0.1", target, "", 0, 5000, "KEYS", *keys)
+                except redis.RedisError as error:  # the slot stays half moved: say where
+                    raise AssertionError(
+                        f"MIGRATE of {keys!r} from {source} to {target} failed after "
+                        f"{moved} keys: {error!r}"
+                    ) from error
                 moved += len(keys)
                 between()
             # The target first, so the source's MOVED replies point at a node that
@@ -65,7 +73,22 @@ class LocalCluster(EmbeddedCluster):
             if port not in (source, target):
                 with node_client(port) as other:
                     other.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
+        # Every master must now say so: one that gossip turned back (a higher config
+        # epoch claiming the slot) would drop the keys that moved.
+        wait_until(
+            lambda: all(self.owner_seen_by(port, slot) == target for port in self.ports),
+            timeout=5,
+            message=f"the masters do not all see slot {slot} on {target}",
+        )
         return moved
+
+    def owner_seen_by(self, port: int, slot: int) -> int | None:
+        """The port of the master serving ``slot`` in the slot map of node ``port``."""
+        with node_client(port) as client:
+            for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS"):
+                if start <= slot <= end:
+                    return int(master[1])
+        return None
 
     def redirects(self) -> Counter[str]:
         """Redirections the nodes have answered so far: MOVED, ASK, TRYAGAIN."""
