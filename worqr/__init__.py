@@ -7,6 +7,7 @@ their tasks to the front of the queue.
 
 from ._clients.async_client import AsyncWorqr
 from ._clients.sync_client import Worqr
+from ._core.limits import QueueLimits
 from ._errors import (
     AmbiguousResultError,
     JobCancelledError,
@@ -26,7 +27,7 @@ from ._hooks import Hooks, WorkerHooks
 from ._jobs import Backoff, JobInfo, JobRef, JobSettings
 from ._keys import MAX_NAME_CHARS, validate_name
 from ._process import Process
-from ._runtime.context import ProcessContext, Retry, current_process
+from ._runtime.context import ProcessContext, RateLimited, Retry, current_process
 from ._runtime.job_context import Fail, JobContext, current_job
 from ._runtime.settings import WorkerSettings
 from ._runtime.worker import Worker
@@ -56,6 +57,8 @@ __all__ = [
     "NotStartedError",
     "Process",
     "ProcessContext",
+    "QueueLimits",
+    "RateLimited",
     "RedisBusyError",
     "RedisPersistenceError",
     "RedisUnavailableError",

@@ -72,12 +72,16 @@ def running() -> Iterator[Running]:
 
 
 def fast_worker(redis_url: str, prefix: str, **settings: Any) -> worqr.Worker:
-    """A worker with short timers (ttl 1 s, heartbeat 0.2 s, poll 0.5 s)."""
+    """A worker with short timers (ttl 1 s, heartbeat 0.2 s, poll 0.5 s unless
+    ``poll_interval`` says otherwise); ``jobs``: its JobSettings; ``hooks``: its hooks."""
     client = {"prefix": prefix, "ttl": 1.0, "heartbeat": 0.2, "poll_interval": 0.5}
-    jobs = settings.pop("jobs", None)
-    if jobs is not None:
-        client["jobs"] = jobs
+    for option in ("jobs", "poll_interval"):
+        if option in settings:
+            client[option] = settings.pop(option)
+    hooks = settings.pop("hooks", ())
     worker = {"concurrency": 4, "grace_period": 2.0, **settings}
     return worqr.Worker(
-        redis_url, settings=worqr.WorkerSettings(client=worqr.Settings(**client), **worker)
+        redis_url,
+        settings=worqr.WorkerSettings(client=worqr.Settings(**client), **worker),
+        hooks=hooks,
     )

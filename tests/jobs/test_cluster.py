@@ -114,11 +114,15 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
         assert producer.get_job(queue, ref.id) is not None
         assert producer.cancel_job(queue, ref.id)
         producer.submit(queue, "f", retries=0)
+        producer.configure_queue(queue, rate=(1000, 1.0), max_active=100)  # job_limits
+        assert producer.get_limits(queue).max_active == 100
         _, taken, _ = worker._take_jobs(queue, [], 5)
         for process in taken:
             worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail")
         assert producer.requeue_failed(queue) >= 1
         assert producer.cancel_tasks(queue, "later") >= 0
+        producer.configure_queue(queue, rate=(1000, 1.0), max_active=100)  # job_limits
+        assert producer.get_limits(queue).max_active == 100
         _, taken, _ = worker._take_jobs(queue, [], 5)
         for process in taken:
             worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail")

@@ -9,7 +9,6 @@ finish is fenced; the log names the handler that blocked, never its payload.
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -21,33 +20,17 @@ import redis
 import redis.asyncio
 
 import worqr
-from tests.support import APPS
-from tests.support.cli import cli_env, start_cli
-from tests.support.processes import kill_pids
+from tests.support.job_mesh import Mesh as JobMesh
 from tests.support.waiting import async_wait_until, wait_until
 
 pytestmark = pytest.mark.slow
 
-TIMING = ("--ttl", "1.0", "--heartbeat", "0.2")
 
-
-class Mesh:
-    """A `worqr worker blocked_app:worker --processes 2` and what it recorded."""
+class Mesh(JobMesh):
+    """`worqr worker blocked_app:worker --processes 2` and what it recorded."""
 
     def __init__(self, url: str, prefix: str, log: Path) -> None:
-        self.url, self.prefix, self.log_path = url, prefix, log
-        self.redis = redis.Redis.from_url(url)
-        self.client = worqr.Worqr(url, prefix=prefix)
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self, *options: str) -> None:
-        env = cli_env(PYTHONPATH=str(APPS), BLOCKED_RECORD=self.prefix)
-        args = ["worker", "blocked_app:worker", "--url", self.url, "--prefix", self.prefix]
-        with open(self.log_path, "ab") as log:
-            self.process = start_cli(
-                *args, "--processes", "2", *TIMING, *options, env=env, stdout=log, stderr=log
-            )
-        wait_until(lambda: len(self.of("registered")) == 2, timeout=30, message="2 workers")
+        super().__init__(url, prefix, log, app="blocked_app:worker", record_env="BLOCKED_RECORD")
 
     def events(self) -> list[tuple[str, str, int]]:
         found = []
@@ -61,16 +44,6 @@ class Mesh:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
-
-    def close(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                kill_pids([self.process.pid])
-        self.client.close()
-        self.redis.close()
 
 
 @pytest.fixture
@@ -114,7 +87,7 @@ def test_a_loop_blocked_for_longer_than_the_ttl_keeps_its_lease_and_its_work(
 def test_a_loop_blocked_past_max_blocked_lets_its_work_go_to_a_peer(
     mesh: Mesh, prefix: str
 ) -> None:
-    mesh.start("--max-blocked", "1.5")
+    mesh.start(2, "--max-blocked", "1.5")
     mesh.client.enqueue("blocking", "6:once-b2:x")  # blocks on its first run only
     wait_until(lambda: len(mesh.of("returned", "once-b2")) == 2, timeout=40, message="2 runs")
     (_, blocked_pid), (_, peer_pid) = mesh.of("started", "once-b2")

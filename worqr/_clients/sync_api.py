@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterable
 
 from .._core import Callback
+from .._core.limits import UNSET, Keep, QueueLimits
 from .._process import Process
 from .sync_job_api import SyncJobApi
 
@@ -48,11 +49,34 @@ class SyncApi(SyncJobApi):
         get "delete" and in-process copies are fenced."""
         self._drive(self._core.delete_queue(queue))
 
-    def configure_queue(self, queue: str, *, max_recoveries: int | None) -> None:
-        """Per-queue options shared by the mesh: ``max_recoveries`` overrides
-        `Settings.max_recoveries` for ``queue`` (-1: never dead-letter, for
-        persistent tasks; None: remove the override)."""
-        self._drive(self._core.configure_queue(queue, max_recoveries=max_recoveries))
+    def configure_queue(
+        self,
+        queue: str,
+        *,
+        max_recoveries: int | Keep | None = UNSET,
+        rate: tuple[int, float] | Keep | None = UNSET,
+        max_active: int | Keep | None = UNSET,
+    ) -> None:
+        """Per-queue options shared by the mesh; one not given stays as it is,
+        None removes it. Every argument is checked before anything is written.
+
+        ``max_recoveries`` overrides `Settings.max_recoveries` for ``queue`` (-1:
+        never dead-letter, for persistent tasks). On a job queue (a new queue
+        becomes one; a queue holding tasks raises `WrongQueueKindError`):
+        ``rate=(n, seconds)`` lets at most ``n`` jobs start in any ``seconds``,
+        spaced ``seconds / n`` apart on Redis's clock, across every worker and
+        host; ``max_active=n`` caps its active jobs. Both are enforced in the take
+        script; when the queue opens again one idle worker is woken."""
+        self._drive(
+            self._core.configure_queue(
+                queue, max_recoveries=max_recoveries, rate=rate, max_active=max_active
+            )
+        )
+
+    def get_limits(self, queue: str) -> QueueLimits:
+        """A job queue's rate and cap, its active jobs, and until when the rate
+        (or a handler's `RateLimited`) keeps it closed now."""
+        return self._drive(self._core.get_limits(queue))
 
     # -- reading ---------------------------------------------------------------
 

@@ -10,13 +10,14 @@ from .base import Callback
 from .dead_letters import DeadLetters
 from .deletion import QueueDeletion
 from .flows import Flows
+from .limits import Limits
 from .liveness import Liveness
 from .notify import Notifications
 from .reads import Reads
 from .schedules import Schedules
 
 
-class Core(Liveness, DeadLetters, Flows, Schedules, QueueDeletion, Reads, Notifications):
+class Core(Liveness, DeadLetters, Flows, Schedules, QueueDeletion, Limits, Reads, Notifications):
     """State and plans of one client: every plan `Worqr` and `AsyncWorqr` run."""
 
 

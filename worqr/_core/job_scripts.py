@@ -99,6 +99,7 @@ def job_fail(
             keys.idle,
             keys.stats,
             *keys.flow_keys,
+            keys.config,
         ),
         (
             pid,
@@ -207,8 +208,17 @@ def job_counts(keys: QueueKeys) -> Call:
 def job_promote(keys: QueueKeys, *, publish: str, policy: str) -> Call:
     return Call(
         "job_promote",
-        (*keys.job_keys, keys.members, keys.idle, keys.stats, *keys.sched_keys),
+        (*keys.job_keys, keys.members, keys.idle, keys.stats, *keys.sched_keys, keys.config),
         (keys.wake_prefix, publish, policy),
+    )
+
+
+def job_limits(keys: QueueKeys, *, rate: str, per: str, max_active: str, publish: str) -> Call:
+    # Resend-safe: it sets values (a second wake-up is harmless).
+    return Call(
+        "job_limits",
+        (keys.tasks, keys.processes, keys.config, keys.idle),
+        (rate, per, max_active, keys.wake_prefix, publish),
     )
 
 

@@ -163,20 +163,3 @@ class Producing(Relay):
             self._kinds[queue] = "jobs"  # it became one since we last looked
             return (yield from self.cancel_tasks(queue, task))
         return int(reply[0]) + len(reply) - 1
-
-    def configure_queue(self, queue: str, *, max_recoveries: int | None) -> Plan[None]:
-        """Per-queue options, stored in Redis for every worker of the mesh.
-
-        ``max_recoveries`` overrides the reaper's setting for this queue; -1 means
-        tasks are never dead-lettered for killing their workers (persistent tasks);
-        None removes the override.
-        """
-        keys = self.queue_keys(queue)
-        if max_recoveries is None:
-            yield command("HDEL", keys.config, "max_recoveries")
-            return
-        if isinstance(max_recoveries, bool) or not isinstance(max_recoveries, int):
-            raise TypeError("max_recoveries must be an int or None")
-        if max_recoveries < -1:
-            raise ValueError(f"max_recoveries must be >= -1, got {max_recoveries}")
-        yield command("HSET", keys.config, "max_recoveries", max_recoveries)

@@ -27,6 +27,20 @@ class Retry(Exception):
         self.delay = delay
 
 
+class RateLimited(Exception):
+    """Raise from a job handler when an upstream said "too many requests": the
+    job goes back as delayed for ``seconds`` (not a failure: no retry is used up
+    and its attempt is given back), and its queue starts no job for that long, on
+    any worker (`Worqr.configure_queue` sets standing limits)."""
+
+    def __init__(self, seconds: float) -> None:
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+            raise ValueError(f"RateLimited needs a number of seconds > 0, got {seconds!r}")
+        super().__init__(f"rate limited for {seconds:g} s")
+        self.seconds = float(seconds)
+        self.delay = self.seconds  # the outcome's delay, as for Retry
+
+
 @dataclass(frozen=True, slots=True)
 class ProcessContext:
     """The process a handler is running.

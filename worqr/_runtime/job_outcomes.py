@@ -5,6 +5,8 @@ the processes of job queues), its progress reports, and its timeout.
   queue's next take); any other value, or one over `max_result_bytes`: failed
   now, since the same value would come back;
 - raises `worqr.Fail`: failed now, no retry;
+- raises `worqr.RateLimited`: delayed (no failure charged, its attempt given
+  back) and its queue shut for as long;
 - raises anything else, `worqr.Retry` included, or runs past its timeout: a
   failure, retried after its backoff (or the `Retry`'s delay) while its failures
   are within its retries, then failed;
@@ -23,6 +25,7 @@ from .._clients.async_client import AsyncWorqr
 from .._hooks import Hooks
 from .._jobs import Backoff, JobProcess, JobSettings, backoff_delay, error_text
 from .acks import Acknowledger
+from .context import RateLimited
 from .job_context import Fail
 from .running import HandlerSpec, Outcome, Running
 
@@ -164,6 +167,8 @@ class JobOutcomes:
         elif outcome is Outcome.TIMED_OUT:
             limit = self.timeout(process, running.spec) or 0.0
             await self.fail(running, "error", TimeoutError(f"ran past {limit:g} s"), seconds)
+        elif isinstance(error, RateLimited):  # not a failure: delayed, queue shut as long
+            await self.fail(running, "limited", error, seconds)
         else:  # FAILED, RETRIED
             await self.fail(running, "error", error, seconds)
 
@@ -192,6 +197,15 @@ class JobOutcomes:
         accepted, state = await self.acks.run(report, (False, ""))
         if not accepted:
             self.hooks.on_fenced(queue)
+            return
+        if state == "d":  # RateLimited
+            self.hooks.on_retried(queue)
+            logger.info(
+                "job %s of queue %r is rate limited: back in %.2g s, the queue shut as long",
+                process.job_id,
+                queue,
+                delay,
+            )
             return
         if state == "r":
             self.hooks.on_retried(queue)

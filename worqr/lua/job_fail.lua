@@ -28,10 +28,13 @@
 -- KEYS[24] job_flow      hash    parent#life|i -> child i's outcome
 -- KEYS[25] job_waiting   zset    flow parents waiting for their children
 -- KEYS[26] job_flow_live zset    live flow jobs of this queue -> created ms (lib/flow)
+-- KEYS[27] config        hash    per-queue options; 'shut' (lib/limit)
 -- ARGV[1] pid
 -- ARGV[2] entry             the job's id#life, as the take gave it
 -- ARGV[3] mode              'error': a failure, retried while failures <= retries;
---                           'fail': failed now, no retry
+--                           'fail': failed now, no retry;
+--                           'limited': not a failure (RateLimited): delayed by delay_ms,
+--                           its attempt given back, and the queue shut as long
 -- ARGV[4] delay_ms          the backoff before the retry (the worker drew its jitter)
 -- ARGV[5] retries           the effective retries (record, handler or default)
 -- ARGV[6] error_text        "<ExceptionType>: <message>", at most 1 KB
@@ -40,7 +43,7 @@
 -- ARGV[9] notify            the queue's channel for waiters
 -- ARGV[10] policy           JSON: retention and budgets in ms (JobSettings.policy)
 -- Reply: {accepted, state, ops}: accepted 1, and the job's state now ('r'
---   retrying or 'x' failed); 0 and '' when the process no longer existed (fenced).
+--   retrying, 'x' failed or 'd' delayed); 0 and '' when the process no longer existed (fenced).
 --   ops (when it failed): three per outbox operation written (lib/flow).
 -- Errors: none.
 -- Events: 'done:<id>' on notify when the job failed and someone waits for it;
@@ -64,6 +67,7 @@ local job_outbox_body = KEYS[23]
 local job_flow = KEYS[24]
 local job_waiting = KEYS[25]
 local job_flow_live = KEYS[26]
+local config = KEYS[27]
 
 local pid = ARGV[1]
 local entry = ARGV[2]
@@ -86,6 +90,22 @@ end_process(processes, owned, pid)
 local now = now_ms()
 local id = split_entry(entry)
 local record = load_job(jobs, id)
+if mode == 'limited' then
+  local due = now + math.max(0, delay_ms)
+  move(job_counts, 'a', 'd')
+  record.s = 'd'
+  record.v = due
+  record.a = math.max(0, record.a - 1)
+  redis.call('ZADD', job_delayed, due, entry)
+  local shut = tonumber(redis.call('HGET', config, 'shut'))
+  if not shut or shut < due then
+    redis.call('HSET', config, 'shut', due)
+  end
+  stat(stats, 'rate_limited', 1)
+  save_job(jobs, id, record)
+  arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
+  return {1, 'd'}
+end
 record.f = record.f + 1
 record.E = error_text
 if mode == 'error' and record.f <= retries then

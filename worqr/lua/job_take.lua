@@ -22,7 +22,7 @@
 -- KEYS[18] members       set     workers allowed to take from this queue
 -- KEYS[19] idle          set     members waiting for work
 -- KEYS[20] seq           string  per-queue take counter (orders `owned`)
--- KEYS[21] config        hash    per-queue options; 'kind' is 'jobs'
+-- KEYS[21] config        hash    per-queue options; 'kind' is 'jobs'; limits (lib/limit)
 -- KEYS[22] stats         hash    lifetime counters of the queue, by event
 -- KEYS[23] job_sched     hash    schedule name -> spec (lib/schedule)
 -- KEYS[24] job_sched_next zset   schedule names by next fire ms
@@ -56,8 +56,10 @@
 --   member (nothing is finished then: resend with count 0); WORQR_TASK_QUEUE when
 --   the queue holds tasks.
 -- Events: 'done:<id>' on notify for a finished job someone waits for; 'work:<n>'
---   to idle workers for promoted (or fired) jobs this call does not take; 'due:<ms>' to the
---   member told when due work comes next.
+--   to idle workers for promoted (or fired) jobs this call does not take, and to one
+--   idle worker when this call's finishes free room under max_active that it does not
+--   take; 'due:<ms>' to the member told when due work comes next (a rate limit's
+--   reopening included).
 --!include publish
 --!include wake
 --!include jobs
@@ -70,6 +72,7 @@
 --!include end_process
 --!include take
 --!include kind
+--!include limit
 --!include job_keys
 local processes = KEYS[16]
 local owned = KEYS[17]
@@ -122,7 +125,9 @@ if count > 0 and not resent then
     return refused
   end
 end
-local now = now_ms()
+local limits = read_limits(config)
+local micros = now_us()  -- one clock reading: start times and the rate agree to the µs
+local now = math.floor(micros / 1000)
 
 local finished = {}
 local done = 0
@@ -172,11 +177,18 @@ if timed then
   promoted = promoted + fired
 end
 
+-- How many may start: all asked for, unless the queue's limits say fewer (the
+-- finishes above already freed their room under max_active).
+local allowed = count
+if limits and count > 0 then
+  allowed, J.reopen = allowance(limits, job_counts, micros, count)
+end
+
 local taken = {}
 local got = 0
 local skipped = 0
 local more = 0
-while got < count do
+while got < allowed do
   local entry = pop_ready(tasks, job_prio)
   if not entry then break end
   local id, life = split_entry(entry)
@@ -204,6 +216,14 @@ while got < count do
   end
 end
 stat(stats, 'started', got)
+if limits then
+  if got > 0 then
+    J.reopen = spend(config, limits, got, micros) or J.reopen
+  end
+  if J.reopen and not has_ready(tasks, job_prio) then
+    J.reopen = nil  -- nothing waits for the reopening: the next submit wakes a taker
+  end
+end
 
 if count > 0 then
   -- A worker that drained the queue wants a wake-up; one that got a full batch does not.
@@ -213,10 +233,19 @@ if count > 0 then
     redis.call('SREM', idle, worker)
   end
 end
-if promoted > got then
-  wake_idle(idle, wake_prefix, publish, promoted - got)
+local extra = promoted - got
+if limits then
+  if count == 0 and done > 0 and limits.max_active and has_ready(tasks, job_prio) then
+    extra = math.max(extra, 1)  -- room this call freed under max_active and does not take
+  end
+  if extra > 0 then
+    extra = allowance(read_limits(config), job_counts, micros, extra)  -- no herd
+  end
 end
-if timed then
+if extra > 0 then
+  wake_idle(idle, wake_prefix, publish, extra)
+end
+if timed or J.reopen then
   arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
 end
 return {finished, taken, more, refill, FLOW_OPS}

@@ -39,7 +39,7 @@ end
 
 -- next_wake(J, now) -> the earliest due time of a delayed or retrying job or,
 -- when the script holds the schedule keys (J.sched_next), of a schedule's next
--- fire still to come, or nil. (A schedule due in the past is stalled, waiting
+-- fire still to come, or when a limited queue with ready jobs opens (J.reopen), or nil. (A schedule due in the past is stalled, waiting
 -- for fire times or members: the next take or poll visits it, no timer.)
 local function next_wake(J, now)
   local wake = nil
@@ -55,6 +55,9 @@ local function next_wake(J, now)
     if head[2] and (wake == nil or tonumber(head[2]) < wake) then
       wake = tonumber(head[2])
     end
+  end
+  if J.reopen and (wake == nil or J.reopen < wake) then
+    wake = J.reopen  -- ready jobs wait for a rate limit (lib/limit)
   end
   return wake
 end

@@ -1,0 +1,168 @@
+"""Per-queue options shared by the mesh (`configure_queue`), and reading a job
+queue's traffic limits back: the rate and cap `job_take.lua` enforces (lib/limit)."""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from .._errors import WrongQueueKindError
+from . import job_scripts
+from .calls import Pinned, Plan, command
+from .failures import checked_replies
+from .produce import Producing
+
+
+class Unset(enum.Enum):
+    """The default of an option `configure_queue` leaves as it is."""
+
+    UNSET = "UNSET"
+
+
+UNSET: Final = Unset.UNSET
+Keep = Literal[Unset.UNSET]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLimits:
+    """A job queue's traffic limits and whether they hold it back now.
+
+    ``rate``: at most ``n`` starts in any ``seconds`` (``(n, seconds)``), spaced
+    ``seconds / n`` apart; ``max_active``: at most that many active jobs;
+    ``active``: its active jobs now; ``closed_until``: epoch seconds until which
+    the rate's spacing or a handler's `RateLimited` lets no job start (None: open).
+    """
+
+    rate: tuple[int, float] | None
+    max_active: int | None
+    active: int
+    closed_until: float | None
+
+    @property
+    def limited(self) -> bool:
+        """Whether the limits keep a job from starting now."""
+        capped = self.max_active is not None and self.active >= self.max_active
+        return capped or self.closed_until is not None
+
+
+def _rate_fields(rate: tuple[int, float] | None) -> tuple[str, str]:
+    """A rate as job_limits.lua's ARGV (starts, window ms); raises on a bad one."""
+    if rate is None:
+        return "", ""
+    if not isinstance(rate, tuple) or len(rate) != 2:
+        raise TypeError(f"rate must be (starts, seconds) or None, got {rate!r}")
+    starts, seconds = rate
+    if isinstance(starts, bool) or not isinstance(starts, int) or starts < 1:
+        raise ValueError(f"rate starts must be an int >= 1, got {starts!r}")
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not math.isfinite(seconds)
+        or seconds <= 0
+    ):
+        raise ValueError(f"rate seconds must be a number > 0, got {seconds!r}")
+    per_ms = round(seconds * 1000)
+    if per_ms < 1 or per_ms * 1000 < starts:
+        raise ValueError(
+            f"rate {starts}/{seconds:g}s is finer than Redis's clock: at most one start "
+            "per microsecond, over a window of at least 1 ms"
+        )
+    return str(starts), str(per_ms)
+
+
+def _max_active_field(max_active: int | None) -> str:
+    if max_active is None:
+        return ""
+    if isinstance(max_active, bool) or not isinstance(max_active, int) or max_active < 1:
+        raise ValueError(f"max_active must be an int >= 1 or None, got {max_active!r}")
+    return str(max_active)
+
+
+def _number(raw: object) -> float | None:
+    return None if raw is None else float(raw.decode() if isinstance(raw, bytes) else str(raw))
+
+
+class Limits(Producing):
+    def configure_queue(
+        self,
+        queue: str,
+        *,
+        max_recoveries: int | Keep | None = UNSET,
+        rate: tuple[int, float] | Keep | None = UNSET,
+        max_active: int | Keep | None = UNSET,
+    ) -> Plan[None]:
+        """Per-queue options, stored in Redis for every worker of the mesh; an
+        option not given is left as it is, None removes it.
+
+        ``max_recoveries`` overrides the reaper's setting for this queue; -1 means
+        tasks are never dead-lettered for killing their workers (persistent tasks).
+        ``rate`` and ``max_active`` limit a job queue (and make a new queue one):
+        every argument is checked before anything is written.
+        """
+        keys = self.queue_keys(queue)
+        if max_recoveries is not UNSET and max_recoveries is not None:
+            if isinstance(max_recoveries, bool) or not isinstance(max_recoveries, int):
+                raise TypeError("max_recoveries must be an int or None")
+            if max_recoveries < -1:
+                raise ValueError(f"max_recoveries must be >= -1, got {max_recoveries}")
+        starts, per = ("-", "") if rate is UNSET else _rate_fields(rate)
+        cap = "-" if max_active is UNSET else _max_active_field(max_active)
+        if rate is not UNSET or max_active is not UNSET:
+            publish = self.publish or (yield from self.publish_command())
+            yield job_scripts.job_limits(
+                keys, rate=starts, per=per, max_active=cap, publish=publish
+            )
+            self._kinds[queue] = "jobs"
+        if max_recoveries is None:
+            yield command("HDEL", keys.config, "max_recoveries")
+        elif max_recoveries is not UNSET:
+            yield command("HSET", keys.config, "max_recoveries", max_recoveries)
+
+    def get_limits(self, queue: str) -> Plan[QueueLimits]:
+        """The queue's limits and whether they hold it back now (Redis's clock)."""
+        keys = self.queue_keys(queue)
+        reads = (
+            command(
+                "HMGET",
+                keys.config,
+                "rate",
+                "per",
+                "max_active",
+                "tat",
+                "shut",
+                "kind",
+                key=keys.config,
+            ),
+            command("HGET", keys.job_counts, "active", key=keys.job_counts),
+            command("TIME"),
+        )
+        request = Pinned(reads)
+        fields, active, clock = checked_replies(request, (yield request))
+        rate, per, cap, tat, shut, kind = (_number(f) if i < 5 else f for i, f in enumerate(fields))
+        if kind not in (b"jobs", "jobs") and rate is None and cap is None:
+            yield from self.refuse_task_queue_of(queue)
+        now_ms = int(clock[0]) * 1000 + int(clock[1]) / 1000
+        closed = max(tat / 1000 if tat is not None and rate is not None else 0.0, shut or 0.0)
+        return QueueLimits(
+            rate=None if rate is None or per is None else (int(rate), per / 1000),
+            max_active=None if cap is None else int(cap),
+            active=int(active or 0),
+            closed_until=closed / 1000 if closed > now_ms else None,
+        )
+
+    def refuse_task_queue_of(self, queue: str) -> Plan[None]:
+        """Raise `WrongQueueKindError` when ``queue`` holds tasks."""
+        keys = self.queue_keys(queue)
+        reads = (
+            command("LLEN", keys.tasks, key=keys.tasks),
+            command("HLEN", keys.processes, key=keys.processes),
+        )
+        request = Pinned(reads)
+        queued, running = checked_replies(request, (yield request))
+        if int(queued) or int(running):
+            raise WrongQueueKindError(
+                f"queue {queue!r} holds tasks (it is a task queue): limits are for job queues",
+                queue_kind="tasks",
+            )

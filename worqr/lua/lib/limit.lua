@@ -1,0 +1,77 @@
+-- lib/limit: a job queue's traffic limits, kept in its config hash (job_limits sets them).
+--   'rate' n and 'per' ms: at most n starts in any window of `per` ms, on Redis's
+--   clock, spread evenly. Each start takes the next slot of a schedule ('tat', in
+--   microseconds: the next free slot); a start may run up to SLACK of the window
+--   late on its slot without losing it (a worker is never exactly on time), and the
+--   slots are spaced (per + slack) / n apart so that even then no window of `per`
+--   holds more than n starts: the long-run rate is n / 1.01 per window when work waits.
+--   'max_active': at most that many active jobs; 'shut' ms: closed until then (a
+--   handler raised RateLimited). A queue with none of them costs one HMGET.
+-- (needs lib/jobs)
+
+local SLACK = 0.01  -- of the window
+
+-- read_limits(config) -> L {rate, per, max_active, tat, shut}, or nil when the queue has none
+local function read_limits(config)
+  local f = redis.call('HMGET', config, 'rate', 'per', 'max_active', 'tat', 'shut')
+  if not (f[1] or f[3] or f[5]) then
+    return nil
+  end
+  return {
+    rate = tonumber(f[1]), per = tonumber(f[2]), max_active = tonumber(f[3]),
+    tat = tonumber(f[4]), shut = tonumber(f[5]),
+  }
+end
+
+-- now_us() -> the server's time in microseconds
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- rate_slots(L, now_micros) -> the first free slot (µs, never before now - slack) and
+--   the spacing of slots (µs)
+local function rate_slots(L, now_micros)
+  local slack = L.per * 1000 * SLACK
+  local spacing = (L.per * 1000 + slack) / L.rate
+  return math.max(L.tat or 0, now_micros - slack), spacing
+end
+
+-- allowance(L, counts, now_micros, want) -> how many jobs may start now (<= want), and
+--   the ms at which a queue closed by time opens again (nil: open, or closed until an
+--   active job ends)
+local function allowance(L, counts, now_micros, want)
+  if L.shut and L.shut * 1000 > now_micros then
+    return 0, L.shut
+  end
+  local n = want
+  if L.max_active then
+    local active = tonumber(redis.call('HGET', counts, 'active') or '0')
+    n = math.min(n, math.max(0, L.max_active - active))
+  end
+  if L.rate and n > 0 then
+    local slot, spacing = rate_slots(L, now_micros)
+    if slot > now_micros then
+      return 0, math.ceil(slot / 1000)
+    end
+    n = math.min(n, math.floor((now_micros - slot) / spacing) + 1)  -- the slots already due
+  end
+  return n, nil
+end
+
+-- spend(config, L, started, now_micros) -> the ms the rate's next slot comes, or nil (no
+--   rate): `started` jobs started now, on the next slots
+local function spend(config, L, started, now_micros)
+  if not L.rate or started == 0 then
+    return nil
+  end
+  local slot, spacing = rate_slots(L, now_micros)
+  local tat = math.ceil(slot + started * spacing)
+  redis.call('HSET', config, 'tat', string.format('%d', tat))
+  return math.ceil(tat / 1000)
+end
+
+-- has_ready(tasks, prio) -> whether the queue has a job ready to start
+local function has_ready(tasks, prio)
+  return redis.call('LLEN', tasks) > 0 or redis.call('ZCARD', prio) > 0
+end
