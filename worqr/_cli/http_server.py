@@ -1,0 +1,106 @@
+"""`worqr http`: the HTTP API (`worqr.http`) served by uvicorn.
+
+The checks that can refuse to start (the extra installed, the token, a
+non-loopback address without one, the port free) run before anything serves;
+SIGINT and SIGTERM stop it (uvicorn's handlers), closing open streams after 5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import sys
+
+from .._clients.async_client import AsyncWorqr
+from .._clients.connect import resolve_url
+from .._settings import Settings
+from .base import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliError
+
+INSTALL = "pip install 'worqr[http]'"
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind before serving: a taken port is a one-line error, and port 0 is known."""
+    address = host.strip("[]")
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    try:
+        return socket.create_server((address, port), family=family)
+    except OSError as error:
+        raise CliError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+
+
+def run_http(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn  # noqa: F401  (the extra's other half; _serve uses it)
+
+        from ..http.auth import is_loopback, read_token_file
+        from ..http.security import LOOPBACK_HOSTS
+    except ImportError as error:
+        raise CliError(
+            f"worqr http needs Starlette and uvicorn ({error.name} is missing): {INSTALL}"
+        ) from None
+    token = None
+    if args.token_file is not None:
+        try:
+            token = read_token_file(args.token_file)
+        except (OSError, ValueError) as error:
+            message = getattr(error, "strerror", None) or str(error)
+            raise CliError(f"--token-file: {message}", EXIT_USAGE) from None
+    elif not is_loopback(args.host):
+        raise CliError(
+            f"--host {args.host} is not a loopback address: anyone who can reach it could "
+            "submit and cancel jobs; give --token-file FILE (a bearer token every request "
+            "must send), or listen on 127.0.0.1",
+            EXIT_USAGE,
+        )
+    sock = _listen(args.host, args.port)
+    try:
+        return asyncio.run(_serve(args, token, sock, None if token else LOOPBACK_HOSTS))
+    finally:
+        sock.close()
+
+
+async def _serve(
+    args: argparse.Namespace,
+    token: str | None,
+    sock: socket.socket,
+    trusted_hosts: tuple[str, ...] | None,
+) -> int:
+    import uvicorn
+
+    from ..http.app import create_app
+
+    settings = Settings(
+        retry_deadline=args.retry_deadline, socket_timeout=max(args.retry_deadline, 5.0)
+    )
+    try:
+        client = AsyncWorqr(
+            resolve_url(args.url), prefix=args.prefix, settings=settings, cluster=args.cluster
+        )
+    except ValueError as error:  # redis-py rejects malformed URLs with ValueError
+        raise CliError(f"bad Redis URL: {error}", EXIT_USAGE) from None
+    async with client:
+        app = create_app(
+            client,
+            token=token,
+            show_payloads=args.show_payloads,
+            max_body_bytes=args.max_body_bytes,
+            trusted_hosts=trusted_hosts,
+        )
+        config = uvicorn.Config(
+            app,
+            log_level=str(args.log_level).lower(),
+            access_log=not args.no_access_log,
+            lifespan="off",
+            server_header=False,
+            timeout_graceful_shutdown=5,
+        )
+        server = uvicorn.Server(config)
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        guard = "bearer token required" if token else "no token: loopback only"
+        print(f"worqr http: serving on http://{shown}:{port} ({guard})", flush=True)
+        print(f"OpenAPI: http://{shown}:{port}/openapi.json", file=sys.stderr, flush=True)
+        await server.serve(sockets=[sock])
+    return EXIT_OK if server.started else EXIT_FAILURE
