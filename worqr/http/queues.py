@@ -21,12 +21,18 @@ from .views import job_json, value_fields
 MAX_PAGE = 1000
 
 
+async def queue_kind(client: AsyncWorqr, name: str) -> str:
+    """ "jobs" or "tasks", as the queue's config says (the command line's own
+    read). The public job reads refuse a task queue only while it holds tasks
+    or processes, so one whose tasks all went to its dead letters would pass
+    for an empty job queue and hide them."""
+    return await client._queue_kind(name)
+
+
 async def queue_row(client: AsyncWorqr, name: str) -> dict[str, Any]:
     """A job queue's per-state counts, or a task queue's queued tasks; both
     with processes in flight and failed work. Each number is exact when read."""
-    try:
-        jobs = await client.count_jobs(name)
-    except WrongQueueKindError:
+    if await queue_kind(client, name) == "tasks":
         tasks, processes, failed = await asyncio.gather(
             client.count_tasks(name), client.count_processes(name), client.count_failed(name)
         )
@@ -37,6 +43,7 @@ async def queue_row(client: AsyncWorqr, name: str) -> dict[str, Any]:
             "processes": processes,
             "failed": failed,
         }
+    jobs = await client.count_jobs(name)
     return {
         "name": name,
         "kind": "jobs",
@@ -87,13 +94,13 @@ async def dead_letters(request: Request) -> Response:
     cursor = request.query_params.get("cursor") or None
     client = client_of(request)
     show = config_of(request).show_payloads
-    try:
-        jobs, after = await client.get_jobs(queue, "failed", limit=limit, cursor=cursor)
-    except WrongQueueKindError:
-        pass
-    except (TypeError, ValueError) as error:
-        raise bad_request("invalid_parameter", str(error)) from None
-    else:
+    if await queue_kind(client, queue) == "jobs":
+        try:
+            jobs, after = await client.get_jobs(queue, "failed", limit=limit, cursor=cursor)
+        except WrongQueueKindError:
+            raise
+        except (TypeError, ValueError) as error:  # a cursor that get_jobs did not make
+            raise bad_request("invalid_parameter", str(error)) from None
         rows = [job_json(job, show_payloads=show) for job in jobs]
         return JSONResponse({"kind": "jobs", "jobs": rows, "cursor": after})
     answer: dict[str, Any] = {"kind": "tasks", "count": await client.count_failed(queue)}
