@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import socket
 import sys
+from types import FrameType
+from typing import Any
 
 from .._clients.async_client import AsyncWorqr
 from .._clients.connect import resolve_url
@@ -28,6 +31,23 @@ def _listen(host: str, port: int) -> socket.socket:
         return socket.create_server((address, port), family=family)
     except OSError as error:
         raise CliError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+
+
+class _Terminate:
+    """SIGTERM before and after uvicorn's own handler: uvicorn catches SIGTERM
+    while it serves, shuts down gracefully, then raises it again so the
+    process would die of it; here it lands on this handler instead, and the
+    command exits 0 after a clean stop, as `worqr worker` does. One that
+    arrives before serving starts stops the server at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.server: Any = None
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.requested = True
+        if self.server is not None:
+            self.server.should_exit = True
 
 
 def run_http(args: argparse.Namespace) -> int:
@@ -55,9 +75,13 @@ def run_http(args: argparse.Namespace) -> int:
             EXIT_USAGE,
         )
     sock = _listen(args.host, args.port)
+    terminate = _Terminate()
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        return asyncio.run(_serve(args, token, sock, None if token else LOOPBACK_HOSTS))
+        trusted = None if token else LOOPBACK_HOSTS
+        return asyncio.run(_serve(args, token, sock, trusted, terminate))
     finally:
+        signal.signal(signal.SIGTERM, previous)
         sock.close()
 
 
@@ -66,6 +90,7 @@ async def _serve(
     token: str | None,
     sock: socket.socket,
     trusted_hosts: tuple[str, ...] | None,
+    terminate: _Terminate,
 ) -> int:
     import uvicorn
 
@@ -102,5 +127,7 @@ async def _serve(
         guard = "bearer token required" if token else "no token: loopback only"
         print(f"worqr http: serving on http://{shown}:{port} ({guard})", flush=True)
         print(f"OpenAPI: http://{shown}:{port}/openapi.json", file=sys.stderr, flush=True)
-        await server.serve(sockets=[sock])
-    return EXIT_OK if server.started else EXIT_FAILURE
+        terminate.server = server
+        if not terminate.requested:
+            await server.serve(sockets=[sock])
+    return EXIT_OK if server.started or terminate.requested else EXIT_FAILURE
