@@ -142,6 +142,12 @@ def _exporter(args: argparse.Namespace) -> int:
     return 0
 
 
+def _http(args: argparse.Namespace) -> int:
+    from ._cli.http_server import run_http
+
+    return run_http(args)
+
+
 def _demo(args: argparse.Namespace) -> int:
     from ._demo.run import run_demo
 
@@ -166,6 +172,7 @@ RUNNERS: dict[str, Runner] = {
     "redis": _redis,
     "exporter": _exporter,
     "demo": _demo,
+    "http": _http,
 }
 
 

@@ -6,6 +6,7 @@
     _clients  the two colours (Worqr, AsyncWorqr), connections, subscribers
     _runtime  the Worker
     metrics   Prometheus (the only package that imports prometheus_client)
+    http      the HTTP API (`worqr http`, the optional extra worqr[http])
     _cli      the subcommands and the supervisor
     _demo     `worqr demo`
     top       worqr, worqr.cli, worqr.__main__
@@ -43,6 +44,7 @@ RANKS = {
     "_clients": 2,
     "_runtime": 3,
     "metrics": 4,
+    "http": 4,
     "_cli": 5,
     "_demo": 6,
     "cli": 7,

@@ -25,6 +25,7 @@ from .base import (
     positive_int,
     queue_name,
 )
+from .http_parser import add_http_command
 from .job_parser import add_job_commands
 from .schedule_parser import add_schedule_commands
 
@@ -64,7 +65,7 @@ class Subcommands:
 
     def add(self, name: str, text: str) -> Parser:
         parser = self.commands.add_parser(name, help=text, description=text)
-        parser.set_defaults(run=self.runners[name], verbose_logs=name in ("worker", "demo"))
+        parser.set_defaults(run=self.runners[name], verbose_logs=name in ("worker", "demo", "http"))
         return parser
 
 
@@ -285,4 +286,5 @@ def build(runners: Mapping[str, Runner], version: str) -> Parser:
     add_schedule_commands(commands)
     _add_views(commands)
     _add_tools(commands)
+    add_http_command(commands)
     return parser
