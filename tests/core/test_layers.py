@@ -7,6 +7,7 @@
     _runtime  the Worker
     metrics   Prometheus (the only package that imports prometheus_client)
     _cli      the subcommands and the supervisor
+    web       the web view (Starlette)
     _demo     `worqr demo`
     top       worqr, worqr.cli, worqr.__main__
 
@@ -44,6 +45,7 @@ RANKS = {
     "_runtime": 3,
     "metrics": 4,
     "_cli": 5,
+    "web": 5,
     "_demo": 6,
     "cli": 7,
     "__init__": 7,
