@@ -4,6 +4,7 @@ served to httpx (in process) or to a browser (uvicorn on a loopback port)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -15,7 +16,7 @@ from tests.support.workers import Runner, worker_settings
 from worqr.web.serve import WebServer
 
 TOKEN = "s3cret-token"
-EMAILS, TASKS, IMPORTS = "emails", "tasks", "imports"
+EMAILS, TASKS, IMPORTS, TICKS = "emails", "tasks", "imports", "ticks"
 FAILING_EMAILS, DELAYED_EMAILS, BAD_TASKS = 3, 5, 2
 
 
@@ -34,6 +35,10 @@ def mesh_worker(redis_url: str, prefix: str) -> worqr.Worker:
     def task(payload: str) -> None:
         if payload.startswith("bad"):
             raise RuntimeError("a bad task")
+
+    @worker.job(TICKS)
+    def tick(payload: str) -> None:
+        return None
 
     return worker
 
@@ -79,10 +84,12 @@ def mesh(redis_url: str, prefix: str, runner: Runner) -> Iterator[Mesh]:
         client.submit_many(EMAILS, [f"later-{i}" for i in range(DELAYED_EMAILS)], delay=3600)
         client.enqueue_many(TASKS, [f"bad-{i}" for i in range(BAD_TASKS)] + ["good-1", "good-2"])
         wait_until(
-            lambda: client.count_jobs(EMAILS)["failed"] == FAILING_EMAILS
-            and client.count_jobs(EMAILS)["finished"] == 12
-            and client.count_failed(TASKS) == BAD_TASKS
-            and client.count_tasks(TASKS) == 0,
+            lambda: (
+                client.count_jobs(EMAILS)["failed"] == FAILING_EMAILS
+                and client.count_jobs(EMAILS)["finished"] == 12
+                and client.count_failed(TASKS) == BAD_TASKS
+                and client.count_tasks(TASKS) == 0
+            ),
             timeout=20,
             message="the traffic settles",
         )
@@ -103,3 +110,21 @@ def served(redis_url: str, prefix: str) -> Iterator[WebServer]:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def trickle(redis_url: str, prefix: str, mesh: Mesh) -> Iterator[None]:
+    """Steady traffic on TICKS (a job every 50 ms, from a client of its own),
+    so the page has rates to show."""
+    stop = threading.Event()
+
+    def submit() -> None:
+        with worqr.Worqr(redis_url, settings=worqr.Settings(prefix=prefix, **QUIET)) as client:
+            while not stop.wait(0.05):
+                client.submit(TICKS, "tick")
+
+    thread = threading.Thread(target=submit, daemon=True)
+    thread.start()
+    yield
+    stop.set()
+    thread.join(5)

@@ -20,6 +20,7 @@ from tests.web.conftest import (
     FAILING_EMAILS,
     IMPORTS,
     TASKS,
+    TICKS,
     TOKEN,
     Mesh,
 )
@@ -55,7 +56,7 @@ def test_the_overview_has_every_queue_with_its_counts_and_the_workers(
 
     data = run_view(redis_url, prefix, scenario)
     queues = {q["name"]: q for q in data["queues"]}
-    assert set(queues) == {EMAILS, TASKS, IMPORTS}
+    assert set(queues) == {EMAILS, TASKS, IMPORTS, TICKS}
     assert queues[EMAILS]["kind"] == "jobs"
     assert queues[EMAILS]["counts"]["failed"] == FAILING_EMAILS
     assert queues[EMAILS]["counts"]["delayed"] == DELAYED_EMAILS
@@ -65,7 +66,7 @@ def test_the_overview_has_every_queue_with_its_counts_and_the_workers(
     assert queues[TASKS]["counts"] == {"queued": 0, "active": 0, "failed": BAD_TASKS}
     [worker] = data["workers"]
     assert worker["alive"] and worker["pid"] > 0
-    assert sorted(worker["queues"]) == [EMAILS, TASKS]
+    assert sorted(worker["queues"]) == [EMAILS, TASKS, TICKS]
     assert data["recoveries"] == []  # the first overview is the baseline
 
 

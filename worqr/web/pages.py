@@ -71,7 +71,7 @@ def _frame(page: str, title: str, crumbs: str, body: str, data: dict[str, str]) 
 </head>
 <body data-page="{page}"{attributes}>
 <header>
-<nav>{crumbs}</nav>
+<nav>{crumbs} <span id="prefix" class="muted"></span></nav>
 <span id="status" class="muted">loading...</span>
 <button id="token" type="button" title="the bearer token that retry, redrive and purge send">
 token</button>

@@ -220,6 +220,7 @@
 
     poll(async () => {
       const data = await getJson("/ui/api/overview");
+      document.getElementById("prefix").textContent = "key prefix " + data.prefix;
       fill("queues", data.queues.map((q) => queueRow(q, data.now)), "no queues yet");
       fill("workers", data.workers.map(workerRow), "no workers");
       fill("recoveries", data.recoveries.map((e) => recoveryRow(e, data.now)), "none seen since the view started");
