@@ -133,7 +133,12 @@ def test_the_view_of_a_live_mesh(
         "the recovery",
         lambda: any("1 returned to the front" in row[-1] for row in table(browser, "recoveries")),
     )
-    assert any(f"worker {dead} left" in row[1] for row in table(browser, "recoveries"))
+    # Its departure may show a poll later: the reaper returns its tasks, then deregisters it.
+    wait_for(
+        browser,
+        "the departure",
+        lambda: any(f"worker {dead} left" in row[1] for row in table(browser, "recoveries")),
+    )
     assert queue_row(browser, "sessions")["recovered"] == "1"
     save_screenshot(browser, tmp_path)
 
