@@ -8,6 +8,7 @@
     metrics   Prometheus (the only package that imports prometheus_client)
     http      the HTTP API (`worqr http`, the optional extra worqr[http])
     _cli      the subcommands and the supervisor
+    web       the web view (Starlette)
     _demo     `worqr demo`
     top       worqr, worqr.cli, worqr.__main__
 
@@ -46,6 +47,7 @@ RANKS = {
     "metrics": 4,
     "http": 4,
     "_cli": 5,
+    "web": 5,
     "_demo": 6,
     "cli": 7,
     "__init__": 7,

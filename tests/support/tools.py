@@ -23,6 +23,7 @@ REQUIRE = "WORQR_TEST_REQUIRE_TOOLS"
 HOW = {
     "prometheus": "apt-get install prometheus",
     "chromium": "apt-get install chromium",
+    "chromedriver": "apt-get install chromium-driver (the version of Debian's chromium)",
     "docker-compose": "apt-get install docker-compose",
     "openssl": "apt-get install openssl",
     "redis-server with TLS": "apt-get install redis-server (Debian's is built with TLS)",

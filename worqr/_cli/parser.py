@@ -263,6 +263,12 @@ def _add_tools(commands: Subcommands) -> None:
     parser.add_argument(
         "--processes", type=positive_int, default=4, help="worker processes (default: 4)"
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="after the summary, leave the mesh, Redis, metrics and the web view running "
+        "(with a trickle of work) and print their URLs, until Ctrl-C",
+    )
     parser.add_argument("--log-level", default="WARNING", help=argparse.SUPPRESS)
 
 

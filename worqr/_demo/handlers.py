@@ -19,11 +19,13 @@ import redis.asyncio as aioredis
 
 from .._clients.connect import resolve_url
 from .._runtime.context import current_process
+from .._runtime.job_context import Fail, current_job
 from .._runtime.settings import WorkerSettings
 from .._runtime.worker import Worker
 
 JOBS = "demo.jobs"
 SESSIONS = "demo.sessions"
+REPORTS = "demo.reports"  # a job queue, fed only by `worqr demo --keep`
 RUN_ENV = "WORQR_DEMO_RUN"
 SLOW_JOBS = 10
 FAIL_EVERY = 97
@@ -93,6 +95,16 @@ def job(task: str) -> None:
     if task.endswith(":fail"):
         raise RuntimeError("this demo job always fails")
     client.sadd(key(run, "done"), task)
+
+
+@worker.job(REPORTS, retries=1, backoff=2.0)
+def report(payload: str) -> str:
+    time.sleep(0.02 + (zlib.crc32(payload.encode()) % 80) / 1000)
+    if payload.endswith(":flaky") and current_job().attempt == 1:
+        raise RuntimeError("upstream timed out (retried)")
+    if payload.endswith(":fail"):
+        raise Fail("the report's source is gone")
+    return f"{payload}: {zlib.crc32(payload.encode()) % 1000} rows"
 
 
 @worker.handler(SESSIONS, persistent=True)

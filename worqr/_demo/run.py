@@ -3,9 +3,8 @@
 It starts an embedded Redis (unless --url), a supervised mesh of worker processes
 running `worqr._demo.handlers`, enqueues jobs and persistent sessions, cancels
 queued and running ones by payload, SIGKILLs one worker process mid-run, and
-accounts for every task at the end. Exit 0 only if every task is accounted for.
-SIGTERM and SIGHUP stop it as Ctrl-C does; its Redis and mesh never outlive it.
-"""
+accounts for every task (exit 0 only if each is), and with --keep leaves it all up
+(`keep.py`). SIGTERM and SIGHUP stop it as Ctrl-C does; nothing outlives it."""
 
 from __future__ import annotations
 
@@ -32,6 +31,7 @@ from .._parent_death import die_with_parent
 from .._settings import Settings
 from ..embedded import EmbeddedRedis, EmbeddedRedisError, free_port
 from . import handlers
+from .keep import keep
 from .progress import Progress, make_progress
 from .summary import Tally, account, metrics_line, metrics_url
 
@@ -296,7 +296,7 @@ def _run_demo(args: argparse.Namespace) -> int:
                 with contextlib.suppress(WorqrError, RedisError):  # best effort
                     handlers.cleanup(raw, demo.run_id)
                     if args.url:  # someone else's Redis: leave no demo queues behind
-                        for queue in (handlers.JOBS, handlers.SESSIONS):
+                        for queue in (handlers.JOBS, handlers.SESSIONS, handlers.REPORTS):
                             client.delete_queue(queue)
 
 
@@ -333,6 +333,8 @@ def _run(demo: Demo, where: str, began: float) -> int:
     demo.cancel_sessions()
     balanced = demo.account()
     out(metrics_line(url, demo.client.get_stats(handlers.JOBS).get("finished", 0)))
+    if args.keep:
+        keep(demo, url)
     clean = demo.stop_mesh()
     workers_left = demo.client.get_workers()
     stopped = clean and not workers_left

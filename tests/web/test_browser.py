@@ -1,0 +1,221 @@
+"""The web view in a real headless Chromium (Selenium, Debian's chromium and
+chromium-driver): against a running mesh with traffic, the page shows the
+right counts, rates and workers, a recovery when a worker dies, and its retry
+button moves a failed job back to queued. Saves a screenshot under the test's
+tmp folder, and to docs/web-view.png with ``WORQR_SAVE_SCREENSHOT=1``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+import worqr
+from tests.support import ROOT, tools
+from tests.support.clients import Factory
+from tests.support.mesh import kill
+from tests.web.conftest import (
+    BAD_TASKS,
+    DELAYED_EMAILS,
+    EMAILS,
+    FAILING_EMAILS,
+    IMPORTS,
+    TASKS,
+    TICKS,
+    TOKEN,
+    Mesh,
+)
+from worqr.web.pages import QUEUE_COLUMNS
+from worqr.web.serve import WebServer
+
+pytestmark = [pytest.mark.needs("chromium", "chromedriver"), pytest.mark.slow]
+
+SCREENSHOT_ENV = "WORQR_SAVE_SCREENSHOT"
+MAX_SCREENSHOT_BYTES = 200_000
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    """Headless Chromium with the driver given by path: Selenium Manager never
+    looks for one on the network."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(tools.find("chromium"))
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",  # CI runs as root
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,860",
+        f"--user-data-dir={tmp_path / 'chromium'}",
+    ):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(
+        service=Service(executable_path=str(tools.find("chromedriver"))), options=options
+    )
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_for(
+    driver: WebDriver, what: str, check: Callable[[], object], timeout: float = 15
+) -> None:
+    """Until ``check()`` is truthy; the page re-renders, so an element may go
+    stale between a find and its read: that is a "not yet"."""
+
+    def attempt(_: WebDriver) -> object:
+        try:
+            return check()
+        except StaleElementReferenceException:
+            return False
+
+    WebDriverWait(driver, timeout, poll_frequency=0.1).until(attempt, f"waited for {what}")
+
+
+def table(driver: WebDriver, id: str) -> list[list[str]]:
+    rows = driver.find_elements(By.CSS_SELECTOR, f"#{id} tbody tr")
+    return [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+
+
+def queue_row(driver: WebDriver, name: str) -> dict[str, str]:
+    for cells in table(driver, "queues"):
+        if cells and cells[0] == name:
+            return dict(zip(QUEUE_COLUMNS, cells, strict=True))
+    return {}
+
+
+def test_the_view_of_a_live_mesh(
+    browser: WebDriver,
+    served: WebServer,
+    mesh: Mesh,
+    trickle: None,
+    make: Factory,
+    redis_client: redis.Redis,
+    tmp_path: Path,
+) -> None:
+    victim = make(start=True)  # a worker holding a task when it dies
+    victim.enqueue("sessions", "session-1")
+    assert victim.dequeue("sessions") is not None
+
+    browser.get(served.url)
+    emails: dict[str, str] = {}
+
+    def emails_counted() -> bool:
+        emails.update(queue_row(browser, EMAILS))
+        return emails.get("failed") == str(FAILING_EMAILS)
+
+    wait_for(browser, "the emails queue's counts", emails_counted)
+    assert emails["kind"] == "jobs"
+    assert emails["delayed"] == str(DELAYED_EMAILS)
+    assert emails["finished"] == "12"
+    assert queue_row(browser, TASKS)["failed"] == str(BAD_TASKS)
+    assert queue_row(browser, IMPORTS)["failed"] == "1"
+    wait_for(browser, "rates of the ticks queue", lambda: rate(queue_row(browser, TICKS)["in /s"]))
+    workers = {cells[0]: cells for cells in table(browser, "workers")}
+    assert workers[mesh.worker.worker_id][1:3] == ["yes", os.uname().nodename]
+    assert workers[victim.worker_id][4] == "1"  # in process
+
+    # The victim dies: its peer (the mesh's worker) returns its task to the front.
+    dead = kill(redis_client, victim)
+    wait_for(
+        browser,
+        "the recovery",
+        lambda: any("1 returned to the front" in row[-1] for row in table(browser, "recoveries")),
+    )
+    # Its departure may show a poll later: the reaper returns its tasks, then deregisters it.
+    wait_for(
+        browser,
+        "the departure",
+        lambda: any(f"worker {dead} left" in row[1] for row in table(browser, "recoveries")),
+    )
+    assert queue_row(browser, "sessions")["recovered"] == "1"
+    save_screenshot(browser, tmp_path)
+
+    # Retry the failed import from its queue's page: refused with a wrong token,
+    # done with the right one.
+    browser.find_element(By.LINK_TEXT, IMPORTS).click()
+    wait_for(
+        browser, "the imports page", lambda: browser.find_elements(By.CSS_SELECTOR, "button.retry")
+    )
+    browser.execute_script("sessionStorage.setItem('worqr-token', arguments[0])", "wrong")
+    browser.find_element(By.CSS_SELECTOR, "#failed button.retry").click()
+    result = browser.find_element(By.ID, "failed-result")
+    wait_for(browser, "the refusal", lambda: "refused" in result.text)
+    info = mesh.client.get_job(IMPORTS, mesh.failed_import)
+    assert info is not None and info.state == "failed"
+
+    browser.execute_script("sessionStorage.setItem('worqr-token', arguments[0])", TOKEN)
+    browser.find_element(By.CSS_SELECTOR, "#failed button.retry").click()
+    wait_for(browser, "the retry", lambda: "retried" in result.text)
+    info = mesh.client.get_job(IMPORTS, mesh.failed_import)
+    assert info is not None and info.state == "queued"  # no worker serves imports now
+    wait_for(browser, "the counts to follow", lambda: card(browser, "queued") == "1")
+    assert card(browser, "failed") == "0"
+
+    # The job's own page: its history, attempts and error; no payload.
+    browser.get(served.url.rstrip("/") + f"/ui/job?queue={IMPORTS}&id={mesh.failed_import}")
+    wait_for(browser, "the job's detail", lambda: detail(browser).get("state") == "queued")
+    assert detail(browser)["attempts"] == "1"
+    assert detail(browser)["error"] == "Fail: cannot import customers.csv"
+    assert "payload" not in detail(browser)
+    steps = [row[0] for row in table(browser, "history")]
+    assert steps == ["created", "last started"]
+
+
+def rate(text: str) -> float:
+    """A rate cell: a dash until the page has two polls to compare."""
+    return 0.0 if text == "\N{EN DASH}" else float(text)
+
+
+def card(driver: WebDriver, state: str) -> str:
+    found = driver.find_elements(By.CSS_SELECTOR, f'#counts [data-state="{state}"] .count')
+    return found[0].text if found else ""
+
+
+def detail(driver: WebDriver) -> dict[str, str]:
+    rows = driver.find_elements(By.CSS_SELECTOR, "#detail tbody tr")
+    out = {}
+    for row in rows:
+        heads = row.find_elements(By.TAG_NAME, "th")
+        cells = row.find_elements(By.TAG_NAME, "td")
+        if heads and cells:
+            out[heads[0].text] = cells[0].text
+    return out
+
+
+def save_screenshot(driver: WebDriver, tmp_path: Path) -> None:
+    shot = tmp_path / "web-view.png"
+    assert driver.save_screenshot(str(shot))
+    if os.environ.get(SCREENSHOT_ENV):
+        size = shot.stat().st_size
+        assert size < MAX_SCREENSHOT_BYTES, f"the screenshot is {size} bytes"
+        shutil.copyfile(shot, ROOT / "docs" / "web-view.png")
+
+
+HOSTILE_QUEUE = '<img src=x onerror="document.title=1">'
+HOSTILE_ID = "<script>document.title=2</script>"
+
+
+def test_hostile_names_show_as_text(browser: WebDriver, served: WebServer, wq: worqr.Worqr) -> None:
+    wq.submit(HOSTILE_QUEUE, "x", id=HOSTILE_ID)
+    browser.get(served.url)
+    wait_for(browser, "the hostile queue", lambda: queue_row(browser, HOSTILE_QUEUE))
+    browser.find_element(By.LINK_TEXT, HOSTILE_QUEUE).click()
+    wait_for(browser, "its jobs", lambda: browser.find_elements(By.LINK_TEXT, HOSTILE_ID))
+    browser.find_element(By.LINK_TEXT, HOSTILE_ID).click()
+    wait_for(browser, "the job's detail", lambda: detail(browser).get("id") == HOSTILE_ID)
+    assert browser.find_elements(By.TAG_NAME, "img") == []
+    assert browser.title == f"{HOSTILE_ID} - worqr"  # no script ran: the title is the id
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text  # noqa: B018

@@ -1,0 +1,203 @@
+"""The web view's JSON endpoints under ``/ui/api/``: what the pages poll, and
+the few mutations their buttons send.
+
+Queue names and job ids travel as query parameters or JSON fields, never in
+the path: both may hold ``/``, ``?`` or ``#``. Reads need no token; every
+mutation calls the guard first (a bearer token, never a cookie), and also
+insists on a JSON body, which a cross-site form cannot send, so a view
+served without a token still cannot be driven by another site.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .._clients.async_client import AsyncWorqr
+from .._errors import WrongQueueKindError
+from .._jobs import STATES, validate_job_id
+from .._keys import validate_name
+from . import reads
+from .recoveries import RecoveryLog
+
+Guard = Callable[[Request], None]
+Handler = Callable[[Request], Awaitable[Response]]
+
+MAX_BODY = 4096
+"""Largest mutation body accepted: a queue name and a job id fit in it."""
+
+DEFAULT_PAGE, MAX_PAGE = 50, 500
+
+
+class ApiError(Exception):
+    """A request the view refuses: its status, a stable code and a message."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def client_of(request: Request) -> AsyncWorqr:
+    client: AsyncWorqr = request.app.state.client
+    return client
+
+
+def show_payloads(request: Request) -> bool:
+    return bool(getattr(request.app.state, "show_payloads", False))
+
+
+def _checked(check: Callable[[Any], Any], value: Any, what: str) -> Any:
+    try:
+        return check(value)
+    except (TypeError, ValueError) as error:
+        raise ApiError(400, "bad_request", f"bad {what}: {error}") from None
+
+
+async def known_queue(request: Request, name: object) -> str:
+    """A queue the mesh knows; reading an unknown one would look like an empty one."""
+    if name is None:
+        raise ApiError(400, "bad_request", "missing queue name")
+    queue: str = _checked(validate_name, name, "queue name")
+    if queue not in await client_of(request).get_queues():
+        raise ApiError(404, "unknown_queue", f"no queue {queue!r} in this mesh")
+    return queue
+
+
+async def job_queue(request: Request, name: object) -> str:
+    """A known queue that holds jobs (the library answers False, not an error,
+    for a job id on an empty task queue: it may become a job queue)."""
+    queue = await known_queue(request, name)
+    if await client_of(request)._queue_kind(queue) != "jobs":
+        raise ApiError(409, "wrong_queue_kind", f"queue {queue!r} holds tasks, not jobs")
+    return queue
+
+
+def _job_id(value: object) -> str:
+    if value is None:
+        raise ApiError(400, "bad_request", "missing job id")
+    job_id: str = _checked(validate_job_id, value, "job id")
+    return job_id
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise ApiError(415, "unsupported_media_type", "send the body as application/json")
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise ApiError(413, "too_large", f"the body is over {MAX_BODY} bytes")
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        raise ApiError(400, "bad_request", "the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "bad_request", "the body must be a JSON object")
+    return body
+
+
+def _errors_as_json(handler: Handler) -> Handler:
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except ApiError as error:
+            return JSONResponse({"error": error.code, "message": error.message}, error.status)
+        except WrongQueueKindError as error:
+            return JSONResponse({"error": "wrong_queue_kind", "message": str(error)}, 409)
+
+    return wrapped
+
+
+def _mutation(guard: Guard, handler: Handler) -> Handler:
+    async def guarded(request: Request) -> Response:
+        guard(request)  # first: nothing is read or parsed for a caller without the token
+        return await handler(request)
+
+    return guarded
+
+
+def api_routes(guard: Guard, log: RecoveryLog) -> list[Route]:
+    async def overview(request: Request) -> Response:
+        data = await reads.overview(client_of(request))
+        log.observe(data)
+        data["recoveries"] = log.recent()
+        data["show_payloads"] = show_payloads(request)
+        return JSONResponse(data)
+
+    async def queue(request: Request) -> Response:
+        client = client_of(request)
+        name = await known_queue(request, request.query_params.get("name"))
+        data = await reads.queue_counts(client, name)
+        data["states"] = list(reads.all_states(data["kind"]))
+        data["now"] = await client.server_time()
+        return JSONResponse(data)
+
+    async def jobs(request: Request) -> Response:
+        params = request.query_params
+        name = await job_queue(request, params.get("queue"))
+        state = params.get("state", "queued")
+        if state not in STATES:
+            raise ApiError(400, "bad_request", f"state must be one of {', '.join(STATES)}")
+        limit = params.get("limit", str(DEFAULT_PAGE))
+        if not limit.isdigit() or not 1 <= int(limit) <= MAX_PAGE:
+            raise ApiError(400, "bad_request", f"limit must be 1 to {MAX_PAGE}")
+        page = await reads.jobs_page(
+            client_of(request), name, state, limit=int(limit), cursor=params.get("cursor") or None
+        )
+        return JSONResponse(page)
+
+    async def job(request: Request) -> Response:
+        client = client_of(request)
+        name = await job_queue(request, request.query_params.get("queue"))
+        job_id = _job_id(request.query_params.get("id"))
+        found = await client.get_job(name, job_id)
+        if found is None:
+            raise ApiError(404, "unknown_job", f"no job {job_id!r} on {name!r} (or it was purged)")
+        detail = reads.job_detail(found, show_payloads=show_payloads(request))
+        detail["now"] = await client.server_time()
+        return JSONResponse(detail)
+
+    async def failed(request: Request) -> Response:
+        client = client_of(request)
+        name = await known_queue(request, request.query_params.get("queue"))
+        kind = await client._queue_kind(name)
+        return JSONResponse(
+            await reads.dead_letters(client, name, kind, show_payloads=show_payloads(request))
+        )
+
+    async def retry(request: Request) -> Response:
+        body = await _body(request)
+        name = await job_queue(request, body.get("queue"))
+        done = await client_of(request).retry_job(name, _job_id(body.get("id")))
+        return JSONResponse({"done": done})
+
+    async def cancel(request: Request) -> Response:
+        body = await _body(request)
+        name = await job_queue(request, body.get("queue"))
+        done = await client_of(request).cancel_job(name, _job_id(body.get("id")))
+        return JSONResponse({"done": done})
+
+    async def redrive(request: Request) -> Response:
+        name = await known_queue(request, (await _body(request)).get("queue"))
+        return JSONResponse({"moved": await client_of(request).requeue_failed(name)})
+
+    async def purge(request: Request) -> Response:
+        name = await known_queue(request, (await _body(request)).get("queue"))
+        return JSONResponse({"purged": await client_of(request).purge_failed(name)})
+
+    reading = {"overview": overview, "queue": queue, "jobs": jobs, "job": job, "failed": failed}
+    changing = {"retry": retry, "cancel": cancel, "redrive": redrive, "purge": purge}
+    routes = [
+        Route(f"/ui/api/{path}", _errors_as_json(handler), methods=["GET"])
+        for path, handler in reading.items()
+    ]
+    routes += [
+        Route(f"/ui/api/{path}", _mutation(guard, _errors_as_json(handler)), methods=["POST"])
+        for path, handler in changing.items()
+    ]
+    return routes

@@ -1,0 +1,157 @@
+"""The web view's HTML pages: a frame per page, rendered on the server with
+every user-controlled name escaped; ``static/view.js`` fills the tables from
+the JSON endpoints and keeps them fresh.
+
+No inline script or style: the Content-Security-Policy allows only the view's
+own files, so even a missed escape could not run a script.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from .._jobs import STATES
+
+HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+SEP = "&rsaquo;"  # between the parts of the path at the top of a page
+
+QUEUE_COLUMNS = (
+    "queue",
+    "kind",
+    "queued",
+    "active",
+    "delayed",
+    "retrying",
+    "failed",
+    "finished",
+    "cancelled",
+    "in /s",
+    "done /s",
+    "failed /s",
+    "recovered",
+)
+
+
+def _head(cells: tuple[str, ...]) -> str:
+    return "<tr>" + "".join(f"<th>{escape(c)}</th>" for c in cells) + "</tr>"
+
+
+def _table(id: str, columns: tuple[str, ...], empty: str) -> str:
+    return (
+        f'<table id="{id}"><thead>{_head(columns)}</thead>'
+        f'<tbody><tr><td colspan="{len(columns)}" class="muted">{escape(empty)}</td></tr>'
+        "</tbody></table>"
+    )
+
+
+def _frame(page: str, title: str, crumbs: str, body: str, data: dict[str, str]) -> Response:
+    attributes = "".join(f' data-{k}="{escape(v, quote=True)}"' for k, v in data.items())
+    html = f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(title)} - worqr</title>
+<link rel="stylesheet" href="/ui/static/view.css">
+<script src="/ui/static/view.js" defer></script>
+</head>
+<body data-page="{page}"{attributes}>
+<header>
+<nav>{crumbs} <span id="prefix" class="muted"></span></nav>
+<span id="status" class="muted">loading...</span>
+<button id="token" type="button" title="the bearer token that retry, redrive and purge send">
+token</button>
+</header>
+<main>
+{body}
+</main>
+<noscript><p>This view fills its tables with JavaScript (the data: /ui/api/).</p></noscript>
+</body>
+</html>
+"""
+    return HTMLResponse(html, headers=HEADERS)
+
+
+def _home_link() -> str:
+    return '<a href="/">mesh</a>'
+
+
+def _queue_link(queue: str) -> str:
+    href = "/ui/queue?" + urlencode({"name": queue})
+    return f'<a href="{escape(href, quote=True)}">{escape(queue)}</a>'
+
+
+async def overview_page(request: Request) -> Response:
+    body = f"""
+<section><h2>Queues</h2>
+{_table("queues", QUEUE_COLUMNS, "no queues yet")}
+<p class="muted">Rates are per second between two polls; recovered counts tasks and jobs of dead
+workers returned to their queue, since the queue was made.</p></section>
+<section><h2>Workers</h2>
+{_table("workers", ("worker", "alive", "host", "pid", "in process", "queues"), "no workers")}
+</section>
+<section><h2>Recent recoveries</h2>
+{_table("recoveries", ("when", "what", "details"), "none seen since this page opened")}
+<p class="muted">worqr keeps counters, not a log, of recoveries: this list is what changed
+between polls while the view was open (counters that grew, workers that left the mesh).</p>
+</section>"""
+    return _frame("overview", "mesh", _home_link(), body, {})
+
+
+async def queue_page(request: Request) -> Response:
+    queue = request.query_params.get("name", "")
+    crumbs = f"{_home_link()} {SEP} queue <strong>{escape(queue)}</strong>"
+    jobs_columns = ("job id", "state", "attempts", "when", "error", "")
+    body = f"""
+<section><h2>Counts <span id="kind" class="muted"></span></h2>
+<div id="counts" class="counts"></div></section>
+<section id="jobs-section" hidden><h2>Jobs <span id="state-name"></span></h2>
+<form id="search"><label>job id <input id="search-id" name="id" autocomplete="off"
+size="30"></label> <button type="submit">open</button> <span id="search-result"
+class="muted"></span></form>
+{_table("jobs", jobs_columns, "loading...")}
+<p><button id="more" type="button" hidden>more</button></p></section>
+<section><h2>Dead letters</h2>
+<p><button id="redrive" type="button" class="act">retry all</button>
+<button id="purge" type="button" class="act danger">purge all</button>
+<span id="failed-result" class="muted"></span></p>
+<div id="failed"></div></section>"""
+    return _frame("queue", queue, crumbs, body, {"queue": queue, "states": " ".join(STATES)})
+
+
+async def job_page(request: Request) -> Response:
+    queue = request.query_params.get("queue", "")
+    job_id = request.query_params.get("id", "")
+    job = f"job <strong>{escape(job_id)}</strong>"
+    crumbs = f"{_home_link()} {SEP} queue {_queue_link(queue)} {SEP} {job}"
+    body = f"""
+<section><h2>Job</h2>
+<table id="detail" class="detail"><tbody><tr><td class="muted">loading...</td></tr></tbody></table>
+<p><button id="retry" type="button" class="act" hidden>retry</button>
+<button id="cancel" type="button" class="act danger" hidden>cancel</button>
+<span id="action-result" class="muted"></span></p></section>
+<section><h2>History</h2>
+{_table("history", ("step", "at (UTC)", "when"), "loading...")}</section>"""
+    return _frame("job", job_id, crumbs, body, {"queue": queue, "job": job_id})
+
+
+def page_routes() -> list[Route]:
+    return [
+        Route("/", overview_page, methods=["GET"]),
+        Route("/ui/queue", queue_page, methods=["GET"]),
+        Route("/ui/job", job_page, methods=["GET"]),
+    ]

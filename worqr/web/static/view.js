@@ -1,0 +1,400 @@
+"use strict";
+// The worqr web view: fills the page's tables from /ui/api/ and refreshes them
+// every POLL_MS. Every value goes in with textContent, never as markup: queue
+// names, job ids and errors are user data. Times are Redis's clock: ages are
+// computed against the "now" each answer carries, never the browser's clock.
+(function () {
+  const POLL_MS = 2000;
+  const TOKEN_KEY = "worqr-token";
+  const LIVE = ["delayed", "queued", "active", "retrying"];
+  const body = document.body;
+
+  // -- building the DOM ---------------------------------------------------
+
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(props || {})) {
+      if (value === undefined || value === null) continue;
+      if (key === "text") node.textContent = String(value);
+      else if (key === "cls") node.className = value;
+      else if (key === "onclick") node.addEventListener("click", value);
+      else node.setAttribute(key, value);
+    }
+    for (const child of children) {
+      if (child === null || child === undefined) continue;
+      node.append(child instanceof Node ? child : String(child));
+    }
+    return node;
+  }
+
+  function fill(id, rows, empty) {
+    const table = document.getElementById(id);
+    const tbody = table.tBodies[0];
+    const width = table.tHead ? table.tHead.rows[0].cells.length : 1;
+    const fresh = rows.length
+      ? rows.map((cells) => el("tr", {}, ...cells.map((c) => (c instanceof Node && (c.tagName === "TD" || c.tagName === "TH") ? c : el("td", {}, c)))))
+      : [el("tr", {}, el("td", { colspan: width, cls: "muted", text: empty }))];
+    tbody.replaceChildren(...fresh);
+  }
+
+  function num(value) {
+    return el("td", { cls: "num", text: value === null || value === undefined ? "–" : value });
+  }
+
+  function queueHref(name, state) {
+    const params = new URLSearchParams({ name: name });
+    if (state) params.set("state", state);
+    return "/ui/queue?" + params.toString();
+  }
+
+  function jobHref(queue, id) {
+    return "/ui/job?" + new URLSearchParams({ queue: queue, id: id }).toString();
+  }
+
+  function iso(t) {
+    return t === null || t === undefined ? "–" : new Date(t * 1000).toISOString().replace("T", " ").replace("Z", "");
+  }
+
+  function span(seconds) {
+    const s = Math.abs(seconds);
+    if (s < 60) return s.toFixed(1) + " s";
+    if (s < 3600) return (s / 60).toFixed(1) + " min";
+    if (s < 86400) return (s / 3600).toFixed(1) + " h";
+    return (s / 86400).toFixed(1) + " d";
+  }
+
+  function ago(t, now) {
+    if (t === null || t === undefined) return "–";
+    return t > now ? "in " + span(t - now) : span(now - t) + " ago";
+  }
+
+  function status(text, bad) {
+    const node = document.getElementById("status");
+    node.textContent = text;
+    node.className = bad ? "bad" : "muted";
+  }
+
+  // -- talking to the server ----------------------------------------------
+
+  async function getJson(path, params) {
+    const url = path + "?" + new URLSearchParams(params || {}).toString();
+    const response = await fetch(url, { credentials: "omit", cache: "no-store" });
+    let data = {};
+    try {
+      data = await response.json();
+    } catch (e) {
+      data = { message: "HTTP " + response.status };
+    }
+    if (!response.ok) {
+      const error = new Error(data.message || "HTTP " + response.status);
+      error.status = response.status;
+      throw error;
+    }
+    return data;
+  }
+
+  function showToken() {
+    const button = document.getElementById("token");
+    button.textContent = sessionStorage.getItem(TOKEN_KEY) ? "token ✓" : "token";
+  }
+
+  function askToken() {
+    const given = window.prompt("Bearer token for retry, redrive and purge (kept for this tab only):");
+    if (given !== null && given.trim()) sessionStorage.setItem(TOKEN_KEY, given.trim());
+    else if (given !== null) sessionStorage.removeItem(TOKEN_KEY);
+    showToken();
+    return sessionStorage.getItem(TOKEN_KEY);
+  }
+
+  // A mutation: POST with the bearer token (asked once, kept in sessionStorage).
+  async function post(path, data) {
+    const token = sessionStorage.getItem(TOKEN_KEY) || askToken();
+    if (!token) return { ok: false, message: "no token given" };
+    const response = await fetch(path, {
+      method: "POST",
+      credentials: "omit",
+      headers: { "Content-Type": "application/json", Authorization: "Bearer " + token },
+      body: JSON.stringify(data),
+    });
+    let answer = {};
+    try {
+      answer = await response.json();
+    } catch (e) {
+      answer = {};
+    }
+    if (response.status === 401) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      showToken();
+      return { ok: false, message: "the token was refused; press the button again to give another" };
+    }
+    if (!response.ok) return { ok: false, message: answer.message || "HTTP " + response.status };
+    return Object.assign({ ok: true }, answer);
+  }
+
+  // Runs refresh() now and every POLL_MS (not while the tab is hidden).
+  function poll(refresh) {
+    let timer = null;
+    async function tick() {
+      clearTimeout(timer);
+      if (!document.hidden) {
+        try {
+          await refresh();
+          status("updated " + new Date().toLocaleTimeString(), false);
+        } catch (error) {
+          status(error.message, true);
+        }
+      }
+      timer = setTimeout(tick, POLL_MS);
+    }
+    document.addEventListener("visibilitychange", () => document.hidden || tick());
+    tick();
+    return tick;
+  }
+
+  function actionButton(label, cls, onclick) {
+    return el("button", { type: "button", cls: "act " + cls, text: label, onclick: onclick });
+  }
+
+  // -- the overview: queues, workers, recent recoveries ---------------------
+
+  function overviewPage() {
+    let before = null;
+
+    function rate(queue, now, events) {
+      if (!before || !(queue.name in before.stats) || now <= before.now) return null;
+      const old = before.stats[queue.name];
+      let moved = 0;
+      for (const event of events) moved += (queue.stats[event] || 0) - (old[event] || 0);
+      return Math.max(0, moved / (now - before.now)).toFixed(1);
+    }
+
+    function queueRow(q, now) {
+      const jobs = q.kind === "jobs";
+      const c = q.counts;
+      return [
+        el("td", {}, el("a", { href: queueHref(q.name), text: q.name })),
+        q.kind,
+        num(c.queued),
+        num(c.active),
+        num(jobs ? c.delayed : null),
+        num(jobs ? c.retrying : null),
+        num(c.failed),
+        num(jobs ? c.finished : null),
+        num(jobs ? c.cancelled : null),
+        num(rate(q, now, ["enqueued", "submitted"])),
+        num(rate(q, now, ["finished"])),
+        num(rate(q, now, ["failed"])),
+        num(q.stats.recovered || 0),
+      ];
+    }
+
+    function workerRow(w) {
+      const queues = el("td", {});
+      w.queues.forEach((name, i) => {
+        if (i) queues.append(", ");
+        queues.append(el("a", { href: queueHref(name), text: name }));
+      });
+      return [
+        w.id,
+        el("td", { cls: w.alive ? "" : "bad", text: w.alive ? "yes" : "NO (lease expired)" }),
+        w.host,
+        num(w.pid),
+        num(w.in_process),
+        queues,
+      ];
+    }
+
+    function recoveryRow(event, now) {
+      if (event.kind === "worker") {
+        const how = event.lease_expired
+          ? "its lease had expired: failed by its peers"
+          : "deregistered, or died and was failed between two polls";
+        return [ago(event.at, now), "worker " + event.worker + " left", "host " + event.host + ", pid " + event.pid + "; " + how];
+      }
+      const parts = [];
+      if (event.recovered) parts.push(event.recovered + " returned to the front");
+      if (event.dead_lettered) parts.push(event.dead_lettered + " dead-lettered (past max_recoveries)");
+      if (event.poisoned) parts.push(event.poisoned + " failed as poison (past max_recoveries)");
+      return [ago(event.at, now), el("td", {}, "queue ", el("a", { href: queueHref(event.queue), text: event.queue })), parts.join(", ")];
+    }
+
+    poll(async () => {
+      const data = await getJson("/ui/api/overview");
+      document.getElementById("prefix").textContent = "key prefix " + data.prefix;
+      fill("queues", data.queues.map((q) => queueRow(q, data.now)), "no queues yet");
+      fill("workers", data.workers.map(workerRow), "no workers");
+      fill("recoveries", data.recoveries.map((e) => recoveryRow(e, data.now)), "none seen since the view started");
+      before = { now: data.now, stats: Object.fromEntries(data.queues.map((q) => [q.name, q.stats])) };
+    });
+  }
+
+  // -- a queue: counts, its jobs by state, its dead letters -------------------
+
+  function queuePage() {
+    const queue = body.dataset.queue;
+    const params = new URLSearchParams(location.search);
+    let state = params.get("state") || "queued";
+    let limit = 50;
+    let refresh = null;
+
+    function when(job, now) {
+      if (job.state === "delayed" || job.state === "retrying") return "due " + ago(job.due, now) + " (" + iso(job.due) + ")";
+      if (job.state === "active") return "started " + ago(job.started, now);
+      if (job.state === "queued") return "created " + ago(job.created, now);
+      return "ended " + ago(job.ended, now);
+    }
+
+    async function act(path, job) {
+      const answer = await post(path, { queue: queue, id: job.id });
+      const verb = path.endsWith("retry") ? "retried" : "cancelled";
+      const said = answer.ok ? "job " + job.id + (answer.done ? " " : " not ") + verb : answer.message;
+      document.getElementById("failed-result").textContent = said;
+      refresh();
+    }
+
+    function jobActions(job) {
+      const cell = el("td", {});
+      if (job.state === "failed" || job.state === "cancelled") {
+        cell.append(actionButton("retry", "retry", () => act("/ui/api/retry", job)));
+      } else if (LIVE.includes(job.state)) {
+        cell.append(actionButton("cancel", "danger", () => act("/ui/api/cancel", job)));
+      }
+      return cell;
+    }
+
+    function jobRow(job, now) {
+      return [
+        el("td", {}, el("a", { href: jobHref(queue, job.id), text: job.id })),
+        el("td", {}, el("span", { cls: "state " + job.state, text: job.state })),
+        num(job.attempts),
+        when(job, now),
+        el("td", { cls: "error", text: job.error || "" }),
+        jobActions(job),
+      ];
+    }
+
+    function counts(data) {
+      document.getElementById("kind").textContent = data.kind === "jobs" ? "(job queue)" : "(task queue)";
+      const cards = data.states.map((name) => {
+        const label = data.kind === "tasks" && name === "active" ? "in process" : name;
+        const inner = [el("span", { cls: "count", text: data.counts[name] }), el("span", { cls: "label", text: label })];
+        if (data.kind !== "jobs") return el("div", { cls: "card", "data-state": name }, ...inner);
+        const cls = "card link" + (name === state ? " chosen" : "");
+        return el("a", { cls: cls, href: queueHref(queue, name), "data-state": name }, ...inner);
+      });
+      document.getElementById("counts").replaceChildren(...cards);
+    }
+
+    function deadLetters(data) {
+      const holder = document.getElementById("failed");
+      const count = data.kind === "jobs" ? data.jobs.length : data.letters.length;
+      document.getElementById("redrive").hidden = count === 0;
+      document.getElementById("purge").hidden = count === 0;
+      if (count === 0) {
+        holder.replaceChildren(el("p", { cls: "muted", text: "none" }));
+        return;
+      }
+      const more = data.more ? el("p", { cls: "muted", text: "(the first 100 are shown)" }) : null;
+      if (data.kind === "jobs") {
+        const table = el("table", { id: "failed-jobs" }, el("thead", {}, el("tr", {}, ...["job id", "attempts", "ended (UTC)", "error", ""].map((h) => el("th", { text: h })))), el("tbody"));
+        holder.replaceChildren(table, more || "");
+        fill("failed-jobs", data.jobs.map((job) => [
+          el("td", {}, el("a", { href: jobHref(queue, job.id), text: job.id })),
+          num(job.attempts),
+          iso(job.ended),
+          el("td", { cls: "error", text: job.error || "" }),
+          jobActions(job),
+        ]), "none");
+        return;
+      }
+      const heads = data.letters.some((l) => "payload" in l) ? ["bytes", "payload"] : ["bytes"];
+      const table = el("table", { id: "failed-tasks" }, el("thead", {}, el("tr", {}, ...heads.map((h) => el("th", { text: h })))), el("tbody"));
+      holder.replaceChildren(el("p", { text: count + (data.more ? "+" : "") + " dead letters, newest first (payloads are hidden unless the view runs with --show-payloads)" }), table, more || "");
+      fill("failed-tasks", data.letters.map((l) => ("payload" in l ? [num(l.bytes), l.payload] : [num(l.bytes)])), "none");
+    }
+
+    async function queueWide(path, verb) {
+      if (path.endsWith("purge") && !window.confirm("Drop every dead letter of " + queue + "?")) return;
+      const answer = await post(path, { queue: queue });
+      const n = answer.moved !== undefined ? answer.moved : answer.purged;
+      document.getElementById("failed-result").textContent = answer.ok ? verb + " " + n : answer.message;
+      refresh();
+    }
+
+    document.getElementById("redrive").addEventListener("click", () => queueWide("/ui/api/redrive", "retried"));
+    document.getElementById("purge").addEventListener("click", () => queueWide("/ui/api/purge", "purged"));
+    document.getElementById("more").addEventListener("click", () => {
+      limit = Math.min(500, limit + 50);
+      refresh();
+    });
+    document.getElementById("search").addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const id = document.getElementById("search-id").value.trim();
+      const out = document.getElementById("search-result");
+      if (!id) return;
+      try {
+        await getJson("/ui/api/job", { queue: queue, id: id });
+        location.href = jobHref(queue, id);
+      } catch (error) {
+        out.textContent = error.message;
+      }
+    });
+
+    refresh = poll(async () => {
+      const data = await getJson("/ui/api/queue", { name: queue });
+      counts(data);
+      const jobs = data.kind === "jobs";
+      document.getElementById("jobs-section").hidden = !jobs;
+      if (jobs) {
+        document.getElementById("state-name").textContent = state + (state === "delayed" || state === "retrying" ? ", by due time" : "");
+        const page = await getJson("/ui/api/jobs", { queue: queue, state: state, limit: limit });
+        fill("jobs", page.jobs.map((job) => jobRow(job, data.now)), "no " + state + " jobs");
+        document.getElementById("more").hidden = page.cursor === null || limit >= 500;
+      }
+      deadLetters(await getJson("/ui/api/failed", { queue: queue }));
+    });
+  }
+
+  // -- one job: its record and history ------------------------------------
+
+  function jobPage() {
+    const queue = body.dataset.queue;
+    const id = body.dataset.job;
+    let refresh = null;
+
+    async function act(path, verb) {
+      const answer = await post(path, { queue: queue, id: id });
+      const out = document.getElementById("action-result");
+      out.textContent = answer.ok ? (answer.done ? verb : "not " + verb) : answer.message;
+      refresh();
+    }
+
+    document.getElementById("retry").addEventListener("click", () => act("/ui/api/retry", "retried"));
+    document.getElementById("cancel").addEventListener("click", () => act("/ui/api/cancel", "cancelled"));
+
+    refresh = poll(async () => {
+      const job = await getJson("/ui/api/job", { queue: queue, id: id });
+      const rows = [
+        ["id", job.id],
+        ["queue", job.queue],
+        ["state", el("span", { cls: "state " + job.state, text: job.state })],
+        ["attempts", job.attempts],
+        ["error", el("pre", { cls: "error", text: job.error || "–" })],
+        ["progress", job.progress === null ? "–" : job.progress],
+        ["payload size", job.payload_bytes === null ? "–" : job.payload_bytes + " bytes"],
+        ["result size", job.result_bytes === null ? "–" : job.result_bytes + " bytes"],
+      ];
+      if ("payload" in job) rows.push(["payload", job.payload === null ? "–" : job.payload]);
+      if ("result" in job) rows.push(["result", job.result === null ? "–" : job.result]);
+      fill("detail", rows.map(([name, value]) => [el("th", { text: name }), value]), "");
+      fill("history", job.history.map((h) => [h.step, iso(h.at), ago(h.at, job.now)]), "–");
+      document.getElementById("retry").hidden = !(job.state === "failed" || job.state === "cancelled");
+      document.getElementById("cancel").hidden = !LIVE.includes(job.state);
+    });
+  }
+
+  document.getElementById("token").addEventListener("click", askToken);
+  showToken();
+  const pages = { overview: overviewPage, queue: queuePage, job: jobPage };
+  pages[body.dataset.page]();
+})();
