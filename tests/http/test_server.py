@@ -83,6 +83,11 @@ def test_the_server_answers_over_tcp_streams_events_and_stops_on_sigterm(
     try:
         with httpx.Client(base_url=url, headers=auth, timeout=20) as http:
             assert httpx.get(f"{url}/v1/queues").status_code == 401  # no token
+            page = httpx.get(f"{url}/")  # the web view, served by the same application
+            assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+            overview = http.get("/ui/api/overview")
+            assert overview.status_code == 200 and "queues" in overview.json()
+            assert httpx.post(f"{url}/ui/api/purge", json={"queue": "work"}).status_code == 401
             ref = http.post("/v1/queues/work/jobs", json={"payload": f"text:{SECRET}"})
             assert ref.status_code == 201
             done = http.get(f"/v1/queues/work/jobs/{ref.json()['id']}/result?wait=10")

@@ -104,6 +104,8 @@ async def _serve(
     import uvicorn
 
     from ..http.app import create_app
+    from ..http.auth import require_token
+    from ..web import web_routes
 
     settings = Settings(
         retry_deadline=args.retry_deadline, socket_timeout=max(args.retry_deadline, 5.0)
@@ -121,6 +123,7 @@ async def _serve(
             show_payloads=args.show_payloads,
             max_body_bytes=args.max_body_bytes,
             trusted_hosts=trusted_hosts,
+            extra_routes=web_routes(guard=require_token),  # the web view at /
         )
         config = uvicorn.Config(
             app,
