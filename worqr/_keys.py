@@ -79,7 +79,7 @@ class QueueKeys:
         finished, stopped, released, recovered, dead_lettered, failed, cancelled,
         redriven. A job queue's: submitted, deduplicated, promoted, started,
         finished, retried, failed, poisoned, cancelled, recovered, released,
-        stopped, redriven, purged, purged_by_cap, cron_fired, cron_skipped."""
+        stopped, redriven, purged, purged_by_cap, cron_fired, cron_skipped, rate_limited."""
         return f"{self.tag}:stats"
 
     @property

@@ -100,6 +100,12 @@ def _unschedule(args: argparse.Namespace) -> int:
     return unschedule(args)
 
 
+def _limit(args: argparse.Namespace) -> int:
+    from ._cli.limits import limit
+
+    return limit(args)
+
+
 def _schedules(args: argparse.Namespace) -> int:
     from ._cli.schedules import schedules
 
@@ -166,6 +172,7 @@ RUNNERS: dict[str, Runner] = {
     "schedule": _schedule,
     "unschedule": _unschedule,
     "schedules": _schedules,
+    "limit": _limit,
     "flow": _flow,
     "status": _status,
     "top": _top,

@@ -27,6 +27,7 @@ from .base import (
 )
 from .http_parser import add_http_command
 from .job_parser import add_job_commands
+from .limit_parser import add_limit_command
 from .schedule_parser import add_schedule_commands
 
 
@@ -290,6 +291,7 @@ def build(runners: Mapping[str, Runner], version: str) -> Parser:
     _add_admin(commands)
     add_job_commands(commands)
     add_schedule_commands(commands)
+    add_limit_command(commands)
     _add_views(commands)
     _add_tools(commands)
     add_http_command(commands)

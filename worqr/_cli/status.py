@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 
 from .._clients.sync_client import Worqr
 from .base import EXIT_OK, admin_client
+from .limits import describe
 
 JOB_COLUMNS = ("queued", "delayed", "active", "retrying", "overdue", "finished", "failed")
 
@@ -26,6 +27,8 @@ class QueueRow:
     stats: dict[str, int] = field(default_factory=dict)
     kind: str = "tasks"
     jobs: dict[str, int] | None = None
+    limits: str | None = None  # a job queue's rate and cap (`worqr limit`), if any
+    limited: bool = False  # whether they keep a job from starting now
 
 
 @dataclass
@@ -48,9 +51,11 @@ class Snapshot:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
 
 
-def queue_row(client: Worqr, name: str) -> QueueRow:
+def queue_row(client: Worqr, name: str, now: float) -> QueueRow:
     if client._queue_kind(name) == "jobs":
         counts = client._job_counts(name)
+        limits = client.get_limits(name)
+        has_limits = limits.rate is not None or limits.max_active is not None
         return QueueRow(
             name,
             counts["queued"],
@@ -59,6 +64,8 @@ def queue_row(client: Worqr, name: str) -> QueueRow:
             client.get_stats(name),
             "jobs",
             counts,
+            describe(limits, now) if has_limits else None,
+            limits.limited,
         )
     return QueueRow(
         name,
@@ -72,7 +79,8 @@ def queue_row(client: Worqr, name: str) -> QueueRow:
 def take_snapshot(client: Worqr) -> Snapshot:
     """Read the registries and counters. Not atomic across queues: each number
     is exact for the moment it was read."""
-    queues = [queue_row(client, name) for name in client.get_queues()]
+    now = client.server_time()
+    queues = [queue_row(client, name, now) for name in client.get_queues()]
     worker_ids = client.get_workers()
     workers = []
     for worker, alive in zip(worker_ids, client.workers_alive(worker_ids), strict=True):
@@ -134,6 +142,9 @@ def render(snapshot: Snapshot) -> str:
             parts.append("")
         headers = ("JOB QUEUE", *(column.upper() for column in JOB_COLUMNS))
         parts.append(table(headers, job_rows, set(range(1, len(headers)))))
+    limit_rows = [(q.name, q.limits) for q in snapshot.queues if q.limits is not None]
+    if limit_rows:
+        parts += ["", table(("JOB QUEUE", "LIMITS"), limit_rows, set())]
     if not queue_rows and not job_rows:
         parts.append("no queues")
     parts.append("")

@@ -82,7 +82,7 @@ def job_view(snapshot: Snapshot, rates: dict[str, dict[str, float]]) -> Table:
     from rich.table import Table
 
     jobs = Table(title=f"worqr mesh {snapshot.prefix!r}: job queues", title_justify="left")
-    for header in ("queue", *JOB_COLUMNS, "submitted/s", "finished/s"):
+    for header in ("queue", *JOB_COLUMNS, "submitted/s", "finished/s", "limits"):
         jobs.add_column(header, justify="left" if header == "queue" else "right")
     for q in snapshot.queues:
         if q.jobs is None:
@@ -96,6 +96,7 @@ def job_view(snapshot: Snapshot, rates: dict[str, dict[str, float]]) -> Table:
             *counts,
             f"{rate['submitted']:.1f}" if rate else "-",
             f"{rate['finished']:.1f}" if rate else "-",
+            (f"[yellow]{q.limits}[/yellow]" if q.limited else q.limits) if q.limits else "-",
         )
     return jobs
 

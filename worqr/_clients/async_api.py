@@ -116,7 +116,7 @@ class AsyncApi(AsyncJobApi):
         released, recovered, dead_lettered, failed, cancelled, redriven; a job
         queue submitted, deduplicated, promoted, started, finished, retried,
         failed, poisoned, cancelled, recovered, released, stopped, redriven,
-        purged, purged_by_cap."""
+        purged, purged_by_cap, rate_limited."""
         return await self._drive(self._core.get_stats(queue))
 
     async def workers_alive(self, worker_ids: Iterable[str]) -> list[bool]:

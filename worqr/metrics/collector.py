@@ -31,6 +31,7 @@ from .._core.lua import digest, source
 from .._jobs import STATES
 from .._keys import MeshKeys, QueueKeys
 from .flow_metrics import outbox_metrics
+from .limit_metrics import limit_metrics
 from .schedules import STALLED_HELP, read_schedules
 
 logger = logging.getLogger("worqr.metrics")
@@ -65,6 +66,7 @@ JOB_EVENTS = (
     "redriven",
     "purged",
     "purged_by_cap",
+    "rate_limited",
     "cron_fired",
     "cron_skipped",
 )
@@ -266,6 +268,7 @@ class MeshCollector(Collector):
             _gauge("worqr_workers_registered", "Workers in the mesh registry", float(len(workers))),
             _gauge("worqr_workers_alive", "Registered workers whose lease is alive", float(alive)),
             *outbox_metrics(self.redis, mesh, [q for q in shown if q in listed]),
+            *limit_metrics(self.redis, mesh, [q for q in shown if q in listed]),
         ]
 
     def _read_batch(

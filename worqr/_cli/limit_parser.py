@@ -1,0 +1,49 @@
+"""The arguments of `worqr limit`: a job queue's rate limit and cap on active jobs."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, queue_name
+
+if TYPE_CHECKING:
+    from .parser import Subcommands
+
+
+def rate_spec(text: str) -> tuple[int, float]:
+    """``N/SECONDS`` (or ``N/s``, ``N/m``, ``N/h``) as ``(n, seconds)``."""
+    starts, _, window = text.partition("/")
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    try:
+        n = int(starts)
+        seconds = units[window] if window in units else float(window)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"a rate is N/SECONDS (e.g. 20/1, 100/m), not {text!r}"
+        ) from None
+    if n < 1 or not seconds > 0:
+        raise argparse.ArgumentTypeError(f"a rate needs N >= 1 and SECONDS > 0, not {text!r}")
+    return n, seconds
+
+
+def add_limit_command(commands: Subcommands) -> None:
+    parser = commands.add(
+        "limit",
+        "Show or change a job queue's limits, enforced across every worker: at most N "
+        "starts in any SECONDS (spread evenly), at most N active jobs. With no option, "
+        "shows them and whether they hold the queue back now.",
+    )
+    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
+    rate = parser.add_mutually_exclusive_group()
+    rate.add_argument("--rate", type=rate_spec, metavar="N/SECONDS", help="e.g. 20/1 or 100/m")
+    rate.add_argument("--no-rate", action="store_true", help="remove the rate limit")
+    cap = parser.add_mutually_exclusive_group()
+    cap.add_argument("--max-active", type=int, metavar="N", help="cap on active jobs")
+    cap.add_argument("--no-max-active", action="store_true", help="remove the cap")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_connection_options(parser)
+    parser.epilog = (
+        f"Exit codes: 0 ok (prints the limits); {EXIT_FAILURE} a queue that holds tasks, "
+        f"or a failure; {EXIT_USAGE} bad usage or input (nothing is written)."
+    )

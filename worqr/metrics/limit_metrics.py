@@ -1,0 +1,52 @@
+"""The exporter's traffic-control metric, read at scrape time: whether a job
+queue's limits (`Worqr.configure_queue`: rate, max_active; a handler's
+`RateLimited`) hold back jobs that are ready to start now
+(``worqr_queue_rate_limited``, 1 or 0). One pipelined round trip."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from .._keys import MeshKeys
+
+FIELDS = ("rate", "max_active", "tat", "shut")
+
+
+def limit_metrics(redis: Any, mesh: MeshKeys, queues: list[str]) -> list[Metric]:
+    gauge = GaugeMetricFamily(
+        "worqr_queue_rate_limited",
+        "1 while the queue's rate limit, cap on active jobs or a RateLimited pause "
+        "holds back jobs ready to start",
+        labels=["queue"],
+    )
+    if not queues:
+        return [gauge]
+    with redis.pipeline(transaction=False) as pipe:
+        pipe.execute_command("TIME")
+        for queue in queues:
+            keys = mesh.queue(queue)
+            pipe.execute_command("HMGET", keys.config, *FIELDS)
+            pipe.execute_command("HGET", keys.job_counts, "active")
+            pipe.execute_command("LLEN", keys.tasks)
+            pipe.execute_command("ZCARD", keys.job_prio)
+        replies = pipe.execute()
+    seconds, micros = replies[0]
+    now = int(seconds) * 1_000_000 + int(micros)
+    for i, queue in enumerate(queues):
+        fields, active, listed, prioritised = replies[1 + 4 * i : 5 + 4 * i]
+        gauge.add_metric(
+            [queue],
+            1.0 if _holds_back(fields, active, now) and (int(listed) or int(prioritised)) else 0.0,
+        )
+    return [gauge]
+
+
+def _holds_back(fields: list[Any], active: Any, now_micros: int) -> bool:
+    rate, cap, tat, shut = (None if f is None else float(f) for f in fields)
+    if shut is not None and shut * 1000 > now_micros:
+        return True
+    if rate is not None and tat is not None and tat > now_micros:
+        return True
+    return cap is not None and int(active or 0) >= cap
