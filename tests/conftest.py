@@ -16,6 +16,7 @@ from tests.support import tools
 from tests.support.clients import Clients, Factory
 from tests.support.sentinel import make_sentinel_group, sentinel_group  # noqa: F401  (fixtures)
 from tests.support.server_versions import pytest_generate_tests, server_binary  # noqa: F401
+from tests.support.workers import Runner
 from worqr.embedded import EmbeddedRedis
 
 
@@ -115,3 +116,11 @@ def wq(make: Factory) -> worqr.Worqr:
 def worker(make: Factory) -> worqr.Worqr:
     """A started worker of the test's mesh (it works on no queue yet)."""
     return make(start=True)
+
+
+@pytest.fixture
+def runner() -> Iterator[Runner]:
+    """Runs workers in threads (`Runner.start`); every one stopped after the test."""
+    made = Runner()
+    yield made
+    made.stop_all()

@@ -10,25 +10,17 @@ import os
 import random
 import signal
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 import worqr
-from tests.support.job_mesh import Mesh
+from tests.support.job_mesh import Mesh, mesh_fixture
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def mesh(redis_url: str, prefix: str, tmp_path: Path) -> Iterator[Mesh]:
-    made = Mesh(redis_url, prefix, tmp_path / "worker.log", app="job_failover_app:worker")
-    try:
-        yield made
-    finally:
-        made.close()
+mesh = mesh_fixture("job_failover_app:worker")
 
 
 def test_a_job_of_a_killed_worker_finishes_once_on_a_peer(mesh: Mesh, prefix: str) -> None:

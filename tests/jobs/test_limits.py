@@ -5,13 +5,12 @@ in the take script across every worker process, and `RateLimited` from a handler
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 import worqr
-from tests.support.job_mesh import Mesh
+from tests.support.job_mesh import Mesh, mesh_fixture
 from tests.support.waiting import wait_until
 
 from .conftest import Running, fast_worker
@@ -19,13 +18,7 @@ from .conftest import Running, fast_worker
 Make = Callable[..., worqr.Worqr]
 
 
-@pytest.fixture
-def mesh(redis_url: str, prefix: str, tmp_path: Path) -> Iterator[Mesh]:
-    made = Mesh(redis_url, prefix, tmp_path / "worker.log", app="limit_app:worker")
-    try:
-        yield made
-    finally:
-        made.close()
+mesh = mesh_fixture("limit_app:worker")
 
 
 def start_times(client: worqr.Worqr, queue: str) -> list[float]:

@@ -9,15 +9,7 @@ import pytest
 
 import worqr
 from tests.support.timing import FAST
-from tests.support.workers import Runner, WorkerFactory, worker_settings
-
-
-@pytest.fixture
-def runner() -> Iterator[Runner]:
-    """Runs workers in threads (`Runner.start`); every one stopped after the test."""
-    made = Runner()
-    yield made
-    made.stop_all()
+from tests.support.workers import WorkerFactory, worker_settings
 
 
 @pytest.fixture

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 import redis
 
 import worqr
@@ -62,3 +64,18 @@ class Mesh:
                 kill_pids([self.process.pid])
         self.client.close()
         self.redis.close()
+
+
+def mesh_fixture(app: str) -> Callable[..., Iterator[Mesh]]:
+    """A ``mesh`` fixture of the test app ``app``, closed after the test:
+    ``mesh = mesh_fixture("limit_app:worker")`` in a test module."""
+
+    @pytest.fixture
+    def mesh(redis_url: str, prefix: str, tmp_path: Path) -> Iterator[Mesh]:
+        made = Mesh(redis_url, prefix, tmp_path / "worker.log", app=app)
+        try:
+            yield made
+        finally:
+            made.close()
+
+    return mesh

@@ -65,13 +65,6 @@ class Mesh:
 
 
 @pytest.fixture
-def runner() -> Iterator[Runner]:
-    made = Runner()
-    yield made
-    made.stop_all()
-
-
-@pytest.fixture
 def mesh(redis_url: str, prefix: str, runner: Runner) -> Iterator[Mesh]:
     """Workers in threads, and traffic that has settled: EMAILS has finished,
     failed and delayed jobs, TASKS dead letters, IMPORTS failed jobs and no
