@@ -224,9 +224,8 @@ class MeshCollector(Collector):
         stalled = _labelled("worqr_schedules_stalled", STALLED_HELP, ["queue"])
         for start in range(0, len(shown), PIPELINE_QUEUES):
             batch = shown[start : start + PIPELINE_QUEUES]
-            # The registry of job queues lets their counts ride in the first round
-            # trip; the kind marker decides (a queue missing from the registry
-            # costs one more round trip, one listed but not a job queue is ignored).
+            # Registered job queues' counts ride in the first round trip; the kind marker decides
+            # (one missing from the registry costs a round trip; a listed task queue is ignored).
             replies, counted = self._read_batch(batch, listed)
             late = [q for q in batch if _is_jobs(replies[q][5]) and q not in counted]
             if late:
