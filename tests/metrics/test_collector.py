@@ -254,3 +254,28 @@ def test_scrape_recovers_when_redis_comes_back(
     # One line when the outage starts and one when it ends, not one per scrape.
     logged = [r.getMessage() for r in caplog.records if r.name == "worqr.metrics"]
     assert len(logged) == 2, logged
+
+
+def test_the_rate_limited_gauge_is_one_while_limits_hold_back_ready_jobs(
+    redis_url: str, prefix: str, collector: MeshCollector
+) -> None:
+    with (
+        Worqr(redis_url, settings=quiet(prefix)) as producer,
+        Worqr(redis_url, settings=quiet(prefix)) as worker,
+    ):
+        worker.start_worker()
+        producer.configure_queue("capped", max_active=1)
+        producer.configure_queue("idle-limit", rate=(1, 60.0))
+        producer.submit("idle-limit", "only")
+        _, [_started], _ = worker._take_jobs("idle-limit", [], 1)  # shut 60 s, none waits
+        producer.submit("free", "x")  # no limits
+        producer.submit_many("capped", ["a", "b"])
+        _, taken, _ = worker._take_jobs("capped", [], 2)
+        assert len(taken) == 1  # the cap
+        assert producer.get_limits("idle-limit").closed_until is not None
+        registry = scrape(collector)
+        assert value(registry, "worqr_queue_rate_limited", queue="capped") == 1
+        assert value(registry, "worqr_queue_rate_limited", queue="idle-limit") == 0
+        assert value(registry, "worqr_queue_rate_limited", queue="free") == 0
+        worker._take_jobs("capped", [(taken[0], "n", b"")], 0)  # the active job ends
+        assert value(scrape(collector), "worqr_queue_rate_limited", queue="capped") == 0

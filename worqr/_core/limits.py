@@ -6,12 +6,12 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from .._errors import WrongQueueKindError
 from . import job_scripts
 from .calls import Pinned, Plan, command
 from .failures import checked_replies
+from .jobs_read import JobReads
 from .produce import Producing
 
 
@@ -80,11 +80,30 @@ def _max_active_field(max_active: int | None) -> str:
     return str(max_active)
 
 
+LIMIT_FIELDS = ("rate", "per", "max_active", "tat", "shut")
+"""The config fields lib/limit.lua keeps (rate and per ms, the cap, the next
+free slot in µs, shut-until ms), in the order `parse_limits` takes them."""
+
+
 def _number(raw: object) -> float | None:
     return None if raw is None else float(raw.decode() if isinstance(raw, bytes) else str(raw))
 
 
-class Limits(Producing):
+def parse_limits(fields: list[Any], active: Any, now_micros: int) -> QueueLimits:
+    """A `QueueLimits` from the `LIMIT_FIELDS` of a config hash, the queue's
+    active count and Redis's time (for `get_limits` and the exporter)."""
+    rate, per, cap, tat, shut = (_number(field) for field in fields)
+    slot = tat if tat is not None and rate is not None else 0.0  # the next free slot, µs
+    closed = max(slot, (shut or 0.0) * 1000)
+    return QueueLimits(
+        rate=None if rate is None or per is None else (int(rate), per / 1000),
+        max_active=None if cap is None else int(cap),
+        active=int(active or 0),
+        closed_until=closed / 1_000_000 if closed > now_micros else None,
+    )
+
+
+class Limits(Producing, JobReads):
     def configure_queue(
         self,
         queue: str,
@@ -124,45 +143,13 @@ class Limits(Producing):
         """The queue's limits and whether they hold it back now (Redis's clock)."""
         keys = self.queue_keys(queue)
         reads = (
-            command(
-                "HMGET",
-                keys.config,
-                "rate",
-                "per",
-                "max_active",
-                "tat",
-                "shut",
-                "kind",
-                key=keys.config,
-            ),
+            command("HMGET", keys.config, *LIMIT_FIELDS, "kind", key=keys.config),
             command("HGET", keys.job_counts, "active", key=keys.job_counts),
             command("TIME"),
         )
         request = Pinned(reads)
-        fields, active, clock = checked_replies(request, (yield request))
-        rate, per, cap, tat, shut, kind = (_number(f) if i < 5 else f for i, f in enumerate(fields))
-        if kind not in (b"jobs", "jobs") and rate is None and cap is None:
-            yield from self.refuse_task_queue_of(queue)
-        now_ms = int(clock[0]) * 1000 + int(clock[1]) / 1000
-        closed = max(tat / 1000 if tat is not None and rate is not None else 0.0, shut or 0.0)
-        return QueueLimits(
-            rate=None if rate is None or per is None else (int(rate), per / 1000),
-            max_active=None if cap is None else int(cap),
-            active=int(active or 0),
-            closed_until=closed / 1000 if closed > now_ms else None,
-        )
-
-    def refuse_task_queue_of(self, queue: str) -> Plan[None]:
-        """Raise `WrongQueueKindError` when ``queue`` holds tasks."""
-        keys = self.queue_keys(queue)
-        reads = (
-            command("LLEN", keys.tasks, key=keys.tasks),
-            command("HLEN", keys.processes, key=keys.processes),
-        )
-        request = Pinned(reads)
-        queued, running = checked_replies(request, (yield request))
-        if int(queued) or int(running):
-            raise WrongQueueKindError(
-                f"queue {queue!r} holds tasks (it is a task queue): limits are for job queues",
-                queue_kind="tasks",
-            )
+        (*fields, kind), active, (seconds, micros) = checked_replies(request, (yield request))
+        limits = parse_limits(fields, active, int(seconds) * 1_000_000 + int(micros))
+        if kind not in (b"jobs", "jobs") and limits.rate is None and limits.max_active is None:
+            yield from self.refuse_task_queue(queue)
+        return limits

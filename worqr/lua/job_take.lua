@@ -239,7 +239,7 @@ if limits then
     extra = math.max(extra, 1)  -- room this call freed under max_active and does not take
   end
   if extra > 0 then
-    extra = allowance(read_limits(config), job_counts, micros, extra)  -- no herd
+    extra = allowance(limits, job_counts, micros, extra)  -- no herd (spend moved limits.tat)
   end
 end
 if extra > 0 then

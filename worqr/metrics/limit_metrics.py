@@ -9,9 +9,8 @@ from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from .._core.limits import LIMIT_FIELDS, parse_limits
 from .._keys import MeshKeys
-
-FIELDS = ("rate", "max_active", "tat", "shut")
 
 
 def limit_metrics(redis: Any, mesh: MeshKeys, queues: list[str]) -> list[Metric]:
@@ -27,7 +26,7 @@ def limit_metrics(redis: Any, mesh: MeshKeys, queues: list[str]) -> list[Metric]
         pipe.execute_command("TIME")
         for queue in queues:
             keys = mesh.queue(queue)
-            pipe.execute_command("HMGET", keys.config, *FIELDS)
+            pipe.execute_command("HMGET", keys.config, *LIMIT_FIELDS)
             pipe.execute_command("HGET", keys.job_counts, "active")
             pipe.execute_command("LLEN", keys.tasks)
             pipe.execute_command("ZCARD", keys.job_prio)
@@ -36,17 +35,7 @@ def limit_metrics(redis: Any, mesh: MeshKeys, queues: list[str]) -> list[Metric]
     now = int(seconds) * 1_000_000 + int(micros)
     for i, queue in enumerate(queues):
         fields, active, listed, prioritised = replies[1 + 4 * i : 5 + 4 * i]
-        gauge.add_metric(
-            [queue],
-            1.0 if _holds_back(fields, active, now) and (int(listed) or int(prioritised)) else 0.0,
-        )
+        ready = int(listed) > 0 or int(prioritised) > 0
+        held = ready and parse_limits(fields, active, now).limited
+        gauge.add_metric([queue], 1.0 if held else 0.0)
     return [gauge]
-
-
-def _holds_back(fields: list[Any], active: Any, now_micros: int) -> bool:
-    rate, cap, tat, shut = (None if f is None else float(f) for f in fields)
-    if shut is not None and shut * 1000 > now_micros:
-        return True
-    if rate is not None and tat is not None and tat > now_micros:
-        return True
-    return cap is not None and int(active or 0) >= cap

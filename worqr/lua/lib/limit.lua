@@ -60,15 +60,15 @@ local function allowance(L, counts, now_micros, want)
 end
 
 -- spend(config, L, started, now_micros) -> the ms the rate's next slot comes, or nil (no
---   rate): `started` jobs started now, on the next slots
+--   rate): `started` jobs started now, on the next slots (L follows, for a later allowance)
 local function spend(config, L, started, now_micros)
   if not L.rate or started == 0 then
     return nil
   end
   local slot, spacing = rate_slots(L, now_micros)
-  local tat = math.ceil(slot + started * spacing)
-  redis.call('HSET', config, 'tat', string.format('%d', tat))
-  return math.ceil(tat / 1000)
+  L.tat = math.ceil(slot + started * spacing)
+  redis.call('HSET', config, 'tat', string.format('%d', L.tat))
+  return math.ceil(L.tat / 1000)
 end
 
 -- has_ready(tasks, prio) -> whether the queue has a job ready to start
