@@ -154,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(
             f"{k} {(after.usec[k] - before.usec[k]) / max(1, v):.1f}"
             for k, v in commands.most_common(6)
+        )
+        + "".join(
+            f"; {k} (script, the commands inside included) "
+            f"{(after.usec[k] - before.usec[k]) / commands[k]:.1f}"
+            for k in ("evalsha", "fcall")
+            if commands[k]
         ),
     ]
     raw = "".join(p.read_text() for p in sorted(workdir.glob("profile-*.txt")))

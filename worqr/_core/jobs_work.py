@@ -74,7 +74,7 @@ class JobWork(Processes, ScheduleRefill):
             pid_prefix = self._new_prefix(worker) if take else ""
             try:
                 try:
-                    flags, reply, stopped, asked, ops = yield job_scripts.job_take(
+                    flags, reply, stopped, asked, ops, now = yield job_scripts.job_take(
                         keys,
                         worker,
                         pid_prefix,
@@ -92,7 +92,7 @@ class JobWork(Processes, ScheduleRefill):
                     accepted[i] = int(flag) in (1, 2)
                 refill.extend(asked)
                 if take:
-                    taken = self._took_jobs(queue, worker, reply)
+                    taken = self._took_jobs(queue, worker, reply, int(now))
                     more = int(stopped) == 1
             finally:
                 self._dequeuing.discard(pid_prefix)
@@ -105,7 +105,7 @@ class JobWork(Processes, ScheduleRefill):
 
     def _finish_as(self, worker: str, finishes: Sequence[JobFinish]) -> Plan[bool]:
         process = finishes[0][0]
-        flags, _, _, _, ops = yield job_scripts.job_take(
+        flags, _, _, _, ops, _ = yield job_scripts.job_take(
             self.queue_keys(process.queue),
             worker,
             "",
@@ -118,7 +118,9 @@ class JobWork(Processes, ScheduleRefill):
         yield from self.relay_written(process.queue, ops)
         return int(flags[0]) in (1, 2)
 
-    def _took_jobs(self, queue: str, worker: str, reply: list[Any]) -> list[JobProcess]:
+    def _took_jobs(self, queue: str, worker: str, reply: list[Any], now: int) -> list[JobProcess]:
+        """The jobs a take returned: pid, entry, payload and the record (lib/jobs)
+        of each; ``now`` is the server's ms the take ran at."""
         jobs = []
         decode = self.settings.decode_tasks
         for i in range(0, len(reply), 4):
@@ -126,7 +128,7 @@ class JobWork(Processes, ScheduleRefill):
             meta = json.loads(reply[i + 3])
             backoff = meta.get("B")
             timeout = meta.get("T")
-            child_queues = meta.get("C")
+            child_queues = meta.get("cq")
             self._owned[pid] = (queue, worker)
             jobs.append(
                 JobProcess(
@@ -140,7 +142,7 @@ class JobWork(Processes, ScheduleRefill):
                     attempt=int(meta["a"]),
                     failures=int(meta["f"]),
                     recoveries=int(meta["r"]),
-                    waited=int(meta.get("d", 0)) / 1000,
+                    waited=max(0, now - int(meta.get("v", now))) / 1000,
                     retries=meta.get("R"),
                     backoff=None if backoff is None else Backoff.from_wire(backoff),
                     timeout=None if timeout is None else int(timeout) / 1000,
@@ -148,7 +150,7 @@ class JobWork(Processes, ScheduleRefill):
                         ChildOutcome(i, "", str(q), "cancelled", None, None)
                         for i, q in enumerate(child_queues or ())
                     ),
-                    child_policy=meta.get("F"),
+                    child_policy=meta.get("cf"),
                 )
             )
         return jobs

@@ -41,12 +41,13 @@
 -- ARGV[6] notify            the queue's channel for waiters
 -- ARGV[7] policy            JSON: retention and budgets in ms (JobSettings.policy)
 -- ARGV[8..n] finishes       four per finished job: pid, entry, result type (s, b, n), result
--- Reply: {finished, taken, more, refill, ops}. finished: one integer per finish, in
---   order: 1 accepted, 0 fenced (the process no longer existed: failed over,
+-- Reply: {finished, taken, more, refill, ops, now}. finished: one integer per finish,
+--   in order: 1 accepted, 0 fenced (the process no longer existed: failed over,
 --   cancelled, deleted), 2 already finished by this same pid (a resend). taken:
---   flat array, four per job: pid, entry, payload, JSON {a attempt, f failures, r
---   recoveries, d ms since it was available, R retries, B backoff, T timeout ms; a
---   flow parent's C children's queues, F failure policy}. more: 1 when the take
+--   flat array, four per job: pid, entry, payload, the job's record as stored (JSON,
+--   lib/jobs: a attempt, f failures, r recoveries, v available ms, R retries, B
+--   backoff, T timeout ms; a flow parent's cq children's queues, cf failure policy).
+--   now: the server's ms this call ran at. more: 1 when the take
 --   stopped at the skip budget with jobs maybe left (call again). refill: cron
 --   schedules low on fire times, six fields each (name, version, cron, tz, last
 --   buffered ms, now ms): compute more, send job_sched_refill. ops: flat, three per
@@ -69,7 +70,6 @@
 --!include promote
 --!include create
 --!include schedule
---!include end_process
 --!include take
 --!include kind
 --!include limit
@@ -104,15 +104,10 @@ J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox
 J.flow, J.waiting, J.flow_live = job_flow, job_waiting, job_flow_live
 
 
--- taken_of(pid, entry) -> the four reply fields of a job this worker holds
-local function taken_of(pid, entry, now)
+-- held(pid, entry) -> the four reply fields of a job this worker holds (a resend's reply)
+local function held(pid, entry)
   local id = split_entry(entry)
-  local record = load_job(jobs, id)
-  local meta = {
-    a = record.a, f = record.f, r = record.r, d = math.max(0, now - (record.v or now)),
-    R = record.R, B = record.B, T = record.T, C = record.cq, F = record.cf,
-  }
-  return pid, entry, redis.call('HGET', job_data, id) or '', cjson.encode(meta)
+  return pid, entry, redis.call('HGET', job_data, id) or '', redis.call('HGET', jobs, id) or '{}'
 end
 
 local resent = count > 0 and already_taken(processes, pid_prefix, 0)
@@ -128,22 +123,37 @@ end
 local limits = read_limits(config)
 local micros = now_us()  -- one clock reading: start times and the rate agree to the µs
 local now = math.floor(micros / 1000)
+buffer_counters()  -- counts and stats: one HINCRBY per field at the end (flush_counters)
 
+-- Finishes. The ended processes leave `owned` and `processes` in one call each, and
+-- results are stored in one call, after the loop (a flow's job stores its result
+-- first: its hop passes the result on).
 local finished = {}
 local done = 0
+local ended = {}
+local ended_now = {}  -- pid -> true: a pid sent twice in one call is a resend
+local stored, unstored = {}, {}
 for i = first_finish, #ARGV, 4 do
   local pid, entry, kind, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local id, life = split_entry(entry)
   local record = load_job(jobs, id)
-  if redis.call('HGET', processes, pid) ~= entry then
+  if ended_now[pid] or redis.call('HGET', processes, pid) ~= entry then
     local again = record and record.l == life and record.s == 'f' and record.p == pid
     finished[#finished + 1] = again and 2 or 0
   else
-    end_process(processes, owned, pid)
-    if kind == 'n' then
-      redis.call('HDEL', job_result, id)
+    ended_now[pid] = true
+    ended[#ended + 1] = pid
+    if record.g then
+      if kind == 'n' then
+        redis.call('HDEL', job_result, id)
+      else
+        redis.call('HSET', job_result, id, value)
+      end
+    elseif kind == 'n' then
+      unstored[#unstored + 1] = id
     else
-      redis.call('HSET', job_result, id, value)
+      stored[#stored + 1] = id
+      stored[#stored + 1] = value
     end
     record.y = kind
     record.E = nil
@@ -153,6 +163,16 @@ for i = first_finish, #ARGV, 4 do
     finished[#finished + 1] = 1
   end
 end
+if done > 0 then
+  redis.call('ZREM', owned, unpack(ended))
+  redis.call('HDEL', processes, unpack(ended))
+end
+if #stored > 0 then
+  redis.call('HSET', job_result, unpack(stored))
+end
+if #unstored > 0 then
+  redis.call('HDEL', job_result, unpack(unstored))  -- a result of an earlier life
+end
 
 if resent then
   local taken = {}
@@ -160,10 +180,11 @@ if resent then
     local pid = pid_prefix .. i
     local entry = redis.call('HGET', processes, pid)
     if not entry then break end
-    local a, b, c, d = taken_of(pid, entry, now)
+    local a, b, c, d = held(pid, entry)
     taken[#taken + 1], taken[#taken + 2], taken[#taken + 3], taken[#taken + 4] = a, b, c, d
   end
-  return {finished, taken, 0, {}, FLOW_OPS}
+  flush_counters()
+  return {finished, taken, 0, {}, FLOW_OPS, now}
 end
 
 purge(J, now, math.max(policy.purge_budget, 2 * done), policy)
@@ -184,35 +205,61 @@ if limits and count > 0 then
   allowed, J.reopen = allowance(limits, job_counts, micros, count)
 end
 
-local taken = {}
+-- Takes, a chunk of entries at a time: the records read in one HMGET, and the
+-- records, processes, `owned` and payloads written and read in one call each after
+-- the loop (nothing in the loop reads what they write).
 local got = 0
 local skipped = 0
 local more = 0
-while got < allowed do
-  local entry = pop_ready(tasks, job_prio)
-  if not entry then break end
-  local id, life = split_entry(entry)
-  local record = load_job(jobs, id)
-  if record and record.l == life and record.s == 'q' then
-    got = got + 1
-    local pid = pid_prefix .. got
-    move(job_counts, 'q', 'a')
-    record.s = 'a'
-    record.a = record.a + 1
-    record.t = now
-    record.p = pid
-    save_job(jobs, id, record)
-    redis.call('HSET', processes, pid, entry)
-    redis.call('ZADD', owned, redis.call('INCR', seq), pid)
-    local a, b, c, d = taken_of(pid, entry, now)
-    taken[#taken + 1], taken[#taken + 2], taken[#taken + 3], taken[#taken + 4] = a, b, c, d
-  else
-    -- A tombstone (cancelled while queued) or an entry of an older life.
-    skipped = skipped + 1
-    if skipped >= policy.skip_budget then
-      more = 1
-      break
+local records, spawned, taken_ids, taken_entries, taken_json = {}, {}, {}, {}, {}
+local taken_now = {}  -- id -> true: an id is taken once per call whatever the entries say
+while got < allowed and more == 0 do
+  local entries = pop_ready_many(tasks, job_prio, allowed - got)
+  if not entries then break end
+  local ids, lives = {}, {}
+  for k, entry in ipairs(entries) do
+    ids[k], lives[k] = split_entry(entry)
+  end
+  local raws = redis.call('HMGET', jobs, unpack(ids))
+  for k, entry in ipairs(entries) do
+    local id = ids[k]
+    local record = raws[k] and cjson.decode(raws[k])
+    if record and record.l == lives[k] and record.s == 'q' and not taken_now[id] then
+      taken_now[id] = true
+      got = got + 1
+      local pid = pid_prefix .. got
+      move(job_counts, 'q', 'a')
+      record.s = 'a'
+      record.a = record.a + 1
+      record.t = now
+      record.p = pid
+      local json = cjson.encode(record)
+      records[#records + 1], records[#records + 2] = id, json
+      spawned[#spawned + 1], spawned[#spawned + 2] = pid, entry
+      taken_ids[got], taken_entries[got], taken_json[got] = id, entry, json
+    else
+      -- A tombstone (cancelled while queued) or an entry of an older life.
+      skipped = skipped + 1
     end
+  end
+  if skipped >= policy.skip_budget then
+    more = 1
+  end
+end
+local taken = {}
+if got > 0 then
+  redis.call('HSET', jobs, unpack(records))
+  redis.call('HSET', processes, unpack(spawned))
+  local last = redis.call('INCRBY', seq, got)
+  local ranked = {}
+  for k = 1, got do
+    ranked[2 * k - 1], ranked[2 * k] = last - got + k, pid_prefix .. k
+  end
+  redis.call('ZADD', owned, unpack(ranked))
+  local payloads = redis.call('HMGET', job_data, unpack(taken_ids))
+  for k = 1, got do
+    taken[#taken + 1], taken[#taken + 2] = pid_prefix .. k, taken_entries[k]
+    taken[#taken + 1], taken[#taken + 2] = payloads[k] or '', taken_json[k]
   end
 end
 stat(stats, 'started', got)
@@ -248,4 +295,5 @@ end
 if timed or J.reopen then
   arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
 end
-return {finished, taken, more, refill, FLOW_OPS}
+flush_counters()
+return {finished, taken, more, refill, FLOW_OPS, now}

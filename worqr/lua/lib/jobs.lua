@@ -55,12 +55,63 @@ local function is_live(record, life)
   return record ~= nil and record.l == life and LIVE[record.s] == true
 end
 
--- tally(counts, state, delta): the per-state count (a zero delta is no call:
--- HINCRBY refuses "-0")
-local function tally(counts, state, delta)
-  if delta ~= 0 then
-    redis.call('HINCRBY', counts, STATE_NAMES[state], delta)
+-- Counter increments a script defers (buffer_counters): key -> field -> delta, and
+-- the order they came in (a script's writes must not depend on table order).
+local PENDING = nil
+local PENDING_ORDER = {}
+
+-- buffer_counters(): from now on tally/stat add up in the script and write with
+-- flush_counters(), one HINCRBY per field instead of one per change (a batch's hot
+-- path). A script that calls it must flush before every return after a change.
+local function buffer_counters()
+  PENDING = {}
+end
+
+-- add(hash, field, delta): an HINCRBY now, or deferred (buffer_counters)
+local function add(hash, field, delta)
+  if delta == 0 then
+    return  -- HINCRBY refuses "-0"
   end
+  if not PENDING then
+    redis.call('HINCRBY', hash, field, delta)
+    return
+  end
+  local fields = PENDING[hash]
+  if not fields then
+    fields = {}
+    PENDING[hash] = fields
+  end
+  if fields[field] == nil then
+    PENDING_ORDER[#PENDING_ORDER + 1] = {hash, field}
+    fields[field] = 0
+  end
+  fields[field] = fields[field] + delta
+end
+
+-- counter(hash, field) -> its value, deferred increments included
+local function counter(hash, field)
+  local value = tonumber(redis.call('HGET', hash, field) or '0')
+  local fields = PENDING and PENDING[hash]
+  return value + (fields and fields[field] or 0)
+end
+
+-- flush_counters(): write the deferred increments (in the order they came)
+local function flush_counters()
+  if not PENDING then
+    return
+  end
+  for _, at in ipairs(PENDING_ORDER) do
+    local delta = PENDING[at[1]][at[2]]
+    if delta ~= 0 then
+      redis.call('HINCRBY', at[1], at[2], delta)
+    end
+  end
+  PENDING, PENDING_ORDER = {}, {}
+end
+
+-- tally(counts, state, delta): the per-state count
+local function tally(counts, state, delta)
+  add(counts, STATE_NAMES[state], delta)
 end
 
 -- move(counts, from, to): one job changed state
@@ -71,7 +122,5 @@ end
 
 -- stat(stats, event, n): the queue's lifetime counter of an event
 local function stat(stats, event, n)
-  if n ~= 0 then
-    redis.call('HINCRBY', stats, event, n)
-  end
+  add(stats, event, n)
 end

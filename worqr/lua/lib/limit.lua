@@ -46,7 +46,7 @@ local function allowance(L, counts, now_micros, want)
   end
   local n = want
   if L.max_active then
-    local active = tonumber(redis.call('HGET', counts, 'active') or '0')
+    local active = counter(counts, 'active')
     n = math.min(n, math.max(0, L.max_active - active))
   end
   if L.rate and n > 0 then

@@ -57,6 +57,16 @@ local function pop_ready(tasks, prio)
   return nil
 end
 
+-- pop_ready_many(tasks, prio, n) -> up to n next ready entries (a list, n >= 1), or
+--   false when none: one at a time while some have a priority, else n at once
+local function pop_ready_many(tasks, prio, n)
+  if redis.call('EXISTS', prio) == 1 then
+    local entry = pop_ready(tasks, prio)
+    return entry and {entry} or false
+  end
+  return redis.call('RPOP', tasks, n)
+end
+
 -- return_job(J, id, record, entry): an active job goes back to where it was
 -- taken from (the front of its priority), queued; no counter is charged here.
 local function return_job(J, id, record, entry)
