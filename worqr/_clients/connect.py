@@ -19,6 +19,7 @@ from redis.cluster import ClusterNode, RedisCluster
 
 from .._errors import WorqrError
 from .._settings import Settings
+from .packing import pack_with_hiredis
 from .resend import NEVER_RESEND, no_redis_retries
 from .sentinel import SentinelTarget, async_master_client, master_client
 
@@ -114,7 +115,9 @@ def command_client(
     if sentinel is not None:  # follows the master across failovers
         return master_for(sentinel, options, asynchronous=asynchronous)
     if not cluster:
-        return (AsyncRedis if asynchronous else redis_py.Redis).from_url(url, **options)
+        if asynchronous:
+            return pack_with_hiredis(AsyncRedis.from_url(url, **options))
+        return redis_py.Redis.from_url(url, **options)
     # A RedisCluster takes its own retry object (no resends: see check_client);
     # its nodes' connections never resend either.
     retry = options.pop("retry")
