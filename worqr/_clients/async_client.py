@@ -16,9 +16,10 @@ import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
 from redis.asyncio.cluster import PipelineCommand, RedisCluster
 from redis.exceptions import NoScriptError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from tenacity import AsyncRetrying
 
-from .._core.calls import Listen, Pinned, Plan, Request, Subscribe, Wait, may_resend
+from .._core.calls import Call, Listen, Pinned, Plan, Request, Subscribe, Wait, may_resend
 from .._core.failures import final_error
 from .._core.lua import digest, source
 from .._core.pinned import Refresh, cluster_route, commands, target
@@ -138,6 +139,22 @@ class AsyncWorqr(AsyncApi):
                 await asyncio.wait_for(request.waiter.wait(), request.timeout)
             request.waiter.clear()
             return None
+        limit = self._command_timeout
+        if limit is None:  # redis-py's own socket_timeout bounds each read and write
+            return await self._command(request)
+        scope = asyncio.timeout(limit)
+        try:
+            async with scope:
+                return await self._command(request)
+        except TimeoutError as error:
+            if not scope.expired():
+                raise
+            # redis-py's own words for a reply that did not come: ambiguous, as
+            # when its socket_timeout fires (the connection is closed either way).
+            raise RedisTimeoutError(f"Timeout reading a reply ({limit:g} s)") from error
+
+    async def _command(self, request: Call | Pinned) -> Any:
+        """Run a request that talks to Redis: a command, a script or a pinned group."""
         if isinstance(request, Pinned):
             if isinstance(self._redis, RedisCluster):
                 return await self._pinned_on_cluster(self._redis, request)

@@ -115,7 +115,8 @@ def command_client(
     if sentinel is not None:  # follows the master across failovers
         return master_for(sentinel, options, asynchronous=asynchronous)
     if not cluster:
-        if asynchronous:
+        if asynchronous:  # AsyncWorqr bounds each command itself (timed_by_worqr)
+            options["socket_timeout"] = None
             return pack_with_hiredis(AsyncRedis.from_url(url, **options))
         return redis_py.Redis.from_url(url, **options)
     # A RedisCluster takes its own retry object (no resends: see check_client);
@@ -125,6 +126,15 @@ def command_client(
     client: Any = kind.from_url(url, retry=retry, **options)
     client.cluster_error_retry_attempts = 0
     return client
+
+
+def timed_by_worqr(*, asynchronous: bool, cluster: bool, sentinel: object) -> bool:
+    """Whether worqr, not redis-py, bounds each command of a command client it
+    builds to ``socket_timeout``: an asyncio standalone one. redis-py's asyncio
+    connection arms a timer for each write (a new task, through ``wait_for``)
+    and each read, about 25 µs a command; one timer around the whole command
+    does the same job (a late reply is an ambiguous timeout either way)."""
+    return asynchronous and not cluster and sentinel is None
 
 
 def subscriber_client(

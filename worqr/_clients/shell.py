@@ -16,6 +16,7 @@ from .connect import (
     is_cluster,
     require_cluster_support,
     resolve_url,
+    timed_by_worqr,
 )
 from .sentinel import sentinel_target
 
@@ -73,6 +74,11 @@ class Shell:
                 check_client(client, role, asynchronous=asynchronous, cluster=self._cluster)
         self._own_redis = redis is None
         self._own_subscriber = subscriber is None
+        # Seconds AsyncWorqr gives each command, when its client leaves that to it.
+        timed = timed_by_worqr(
+            asynchronous=asynchronous, cluster=self._cluster, sentinel=self._sentinel
+        )
+        self._command_timeout = self.settings.socket_timeout if redis is None and timed else None
         if redis is None:
             redis = command_client(
                 self._url,
