@@ -34,8 +34,15 @@ def redis_py_bytes(args: tuple[Any, ...]) -> bytes:
 
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda args: str(args[0]))
 def test_hiredis_packs_what_redis_py_packs(args: tuple[Any, ...]) -> None:
+    """The same bytes, or the same refusal (redis-py 5.0 refuses a bytearray)."""
+    try:
+        expected = redis_py_bytes(args)
+    except DataError:
+        with pytest.raises(DataError):
+            HiredisConnection().pack_command(*args)
+        return
     packed = HiredisConnection().pack_command(*args)
-    assert b"".join(bytes(part) for part in packed) == redis_py_bytes(args)
+    assert b"".join(bytes(part) for part in packed) == expected
 
 
 @pytest.mark.parametrize("bad", [None, True, ["a list"], {"a": 1}])
