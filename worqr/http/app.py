@@ -31,7 +31,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
 
 from .._clients.async_client import AsyncWorqr
-from . import jobs, queues
+from . import jobs, limits, queues
 from .config import DEFAULT_MAX_BODY_BYTES, EVENTS_INTERVAL, HttpConfig
 from .errors import EXCEPTION_HANDLERS
 from .openapi import openapi
@@ -64,6 +64,7 @@ def create_app(
         Route("/openapi.json", openapi, methods=["GET"]),
         *jobs.ROUTES,
         *queues.ROUTES,
+        *limits.ROUTES,
         *extra_routes,
     ]
     guard = Middleware(Guard, config=config, trusted_hosts=trusted_hosts)

@@ -126,6 +126,29 @@ JOB = {
     "description": "payload and result only with --show-payloads",
 }
 ANY_OBJECT: Schema = {"type": "object"}
+RATE: Schema = {
+    "description": "at most `starts` job starts in any `seconds`, spaced evenly; null: none",
+    "oneOf": [
+        {"type": "null"},
+        _object(
+            {
+                "starts": {"type": "integer", "minimum": 1},
+                "seconds": {"type": "number", "exclusiveMinimum": 0},
+            },
+            required=("starts", "seconds"),
+        ),
+    ],
+}
+CAP: Schema = {"type": ["integer", "null"], "minimum": 1, "description": "most active jobs"}
+LIMITS = _object(
+    {
+        "rate": RATE,
+        "max_active": CAP,
+        "active": {"type": "integer"},
+        "closed_until": TIME,
+        "limited": {"type": "boolean", "description": "the limits keep a job from starting now"},
+    }
+)
 
 
 def document() -> Schema:
@@ -255,6 +278,21 @@ def document() -> Schema:
                 ),
                 "delete": _operation(
                     "purge them", {"200": ok(ANY_OBJECT, "{purged}")}, params=[QUEUE]
+                ),
+            },
+            "/v1/queues/{queue}/limits": {
+                "get": _operation(
+                    "a job queue's traffic limits, and whether they hold it back now",
+                    {"200": ok(LIMITS, "the limits")},
+                    params=[QUEUE],
+                    errors=("409",),
+                ),
+                "put": _operation(
+                    "change them: a field not given stays, null removes it",
+                    {"200": ok(LIMITS, "the limits now")},
+                    params=[QUEUE],
+                    errors=("409",),
+                    body=_object({"rate": RATE, "max_active": CAP}),
                 ),
             },
             "/v1/queues/{queue}/dead-letters/redrive": {
