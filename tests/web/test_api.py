@@ -228,3 +228,19 @@ def test_the_pages_and_their_files_are_served(redis_url: str, prefix: str) -> No
     assert script.status_code == 200 and "textContent" in script.text
     assert "innerHTML" not in script.text and "insertAdjacentHTML" not in script.text
     assert style.status_code == 200
+
+
+def test_a_job_queue_reads_with_its_limits_and_a_task_queue_without(
+    redis_url: str, prefix: str, mesh: Mesh
+) -> None:
+    mesh.client.configure_queue(EMAILS, rate=(5, 2.0), max_active=4)
+
+    async def scenario(http: httpx.AsyncClient) -> tuple[Any, Any]:
+        jobs = (await http.get("/ui/api/queue", params={"name": EMAILS})).json()
+        tasks = (await http.get("/ui/api/queue", params={"name": TASKS})).json()
+        return jobs["limits"], tasks["limits"]
+
+    limits, none = run_view(redis_url, prefix, scenario)
+    assert limits["rate"] == [5, 2.0] and limits["max_active"] == 4
+    assert set(limits) == {"rate", "max_active", "active", "closed_until", "limited"}
+    assert none is None

@@ -219,3 +219,21 @@ def test_hostile_names_show_as_text(browser: WebDriver, served: WebServer, wq: w
     assert browser.title == f"{HOSTILE_ID} - worqr"  # no script ran: the title is the id
     with pytest.raises(NoAlertPresentException):
         browser.switch_to.alert.text  # noqa: B018
+
+
+def test_a_queue_shows_its_limits_and_when_they_hold_it_back(
+    browser: WebDriver, served: WebServer, wq: worqr.Worqr
+) -> None:
+    wq.submit_many("limited", ["a", "b"])
+    wq.configure_queue("limited", rate=(20, 1.0), max_active=1)
+    browser.get(served.url.rstrip("/") + "/ui/queue?name=limited")
+    line = browser.find_element(By.ID, "limits")
+    wait_for(browser, "the limits", lambda: line.is_displayed() and "at most 1 active" in line.text)
+    assert line.text == "Limits: at most 20 starts in 1 s; at most 1 active (0 now)"
+    wq.start_worker()
+    assert len(wq._take_jobs("limited", [], 2)[1]) == 1  # the cap holds the second back
+    wait_for(browser, "the hold", lambda: line.text.endswith("; held back now"))
+    assert "at most 1 active (1 now)" in line.text
+    assert "bad" in (line.get_attribute("class") or "")
+    wq.configure_queue("limited", rate=None, max_active=None)
+    wait_for(browser, "the limits gone", lambda: not line.is_displayed())

@@ -118,7 +118,8 @@ async def queue_page(request: Request) -> Response:
     jobs_columns = ("job id", "state", "attempts", "when", "error", "")
     body = f"""
 <section><h2>Counts <span id="kind" class="muted"></span></h2>
-<div id="counts" class="counts"></div></section>
+<div id="counts" class="counts"></div>
+<p id="limits" hidden></p></section>
 <section id="jobs-section" hidden><h2>Jobs <span id="state-name"></span></h2>
 <form id="search"><label>job id <input id="search-id" name="id" autocomplete="off"
 size="30"></label> <button type="submit">open</button> <span id="search-result"

@@ -51,10 +51,21 @@ def _cut(text: str | None, limit: int) -> str | None:
 
 
 async def queue_counts(client: AsyncWorqr, name: str) -> Json:
-    """A queue's kind, its count in each state and its lifetime counters."""
+    """A queue's kind, its count in each state, its lifetime counters and (a job
+    queue) its traffic limits."""
     kind = await client._queue_kind(name)
+    limits: Json | None = None
     if kind == "jobs":
-        counts, stats = await asyncio.gather(client._job_counts(name), client.get_stats(name))
+        counts, stats, held = await asyncio.gather(
+            client._job_counts(name), client.get_stats(name), client.get_limits(name)
+        )
+        limits = {
+            "rate": list(held.rate) if held.rate else None,
+            "max_active": held.max_active,
+            "active": held.active,
+            "closed_until": held.closed_until,
+            "limited": held.limited,
+        }
     else:
         queued, active, failed, stats = await asyncio.gather(
             client.count_tasks(name),
@@ -63,7 +74,7 @@ async def queue_counts(client: AsyncWorqr, name: str) -> Json:
             client.get_stats(name),
         )
         counts = {"queued": queued, "active": active, "failed": failed}
-    return {"name": name, "kind": kind, "counts": counts, "stats": stats}
+    return {"name": name, "kind": kind, "counts": counts, "stats": stats, "limits": limits}
 
 
 async def worker_row(client: AsyncWorqr, worker: str, alive: bool) -> Json:

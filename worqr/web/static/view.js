@@ -283,6 +283,22 @@
         return el("a", { cls: cls, href: queueHref(queue, name), "data-state": name }, ...inner);
       });
       document.getElementById("counts").replaceChildren(...cards);
+      limits(data.limits, data.now);
+    }
+
+    function limits(held, now) {
+      const line = document.getElementById("limits");
+      const parts = [];
+      if (held && held.rate) parts.push("at most " + held.rate[0] + " starts in " + held.rate[1] + " s");
+      if (held && held.max_active !== null) parts.push("at most " + held.max_active + " active (" + held.active + " now)");
+      line.hidden = parts.length === 0;
+      if (line.hidden) return;
+      let text = "Limits: " + parts.join("; ");
+      if (held.limited) {
+        text += held.closed_until !== null ? "; held back for " + span(Math.max(0, held.closed_until - now)) : "; held back now";
+      }
+      line.textContent = text;
+      line.className = held.limited ? "bad" : "muted";
     }
 
     function deadLetters(data) {
