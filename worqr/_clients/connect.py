@@ -112,12 +112,12 @@ def command_client(
     """A new command client for ``url``: standalone, through Sentinel, or
     cluster; sync or asyncio."""
     options = command_options(settings, asynchronous)
+    if timed_by_worqr(asynchronous=asynchronous, cluster=cluster, sentinel=sentinel):
+        options["socket_timeout"] = None  # AsyncWorqr bounds each command itself
+        return pack_with_hiredis(AsyncRedis.from_url(url, **options))
     if sentinel is not None:  # follows the master across failovers
         return master_for(sentinel, options, asynchronous=asynchronous)
     if not cluster:
-        if asynchronous:  # AsyncWorqr bounds each command itself (timed_by_worqr)
-            options["socket_timeout"] = None
-            return pack_with_hiredis(AsyncRedis.from_url(url, **options))
         return redis_py.Redis.from_url(url, **options)
     # A RedisCluster takes its own retry object (no resends: see check_client);
     # its nodes' connections never resend either.
