@@ -31,7 +31,7 @@ def limits_json(limits: QueueLimits) -> dict[str, Any]:
     }
 
 
-def _rate(value: object) -> object:
+def _rate(value: object) -> tuple[Any, Any] | None:
     """``{"starts": n, "seconds": s}`` as configure_queue's ``rate`` (null: none);
     configure_queue checks the numbers themselves."""
     if value is None:
@@ -57,7 +57,7 @@ async def set_limits(request: Request) -> Response:
     cap = body.get("max_active", UNSET)
     client = client_of(request)
     try:
-        await client.configure_queue(queue, rate=rate, max_active=cap)  # type: ignore[arg-type]
+        await client.configure_queue(queue, rate=rate, max_active=cap)
     except WrongQueueKindError:
         raise
     except (TypeError, ValueError) as error:  # raised before anything is written
