@@ -74,10 +74,21 @@ def test_each_kind_of_connection_gets_its_hiredis_twin() -> None:
         assert twin.pack_command is not stock.pack_command
 
 
-def test_without_hiredis_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_hiredis_redis_py_packs_and_worqr_works(
+    monkeypatch: pytest.MonkeyPatch, redis_url: str, prefix: str
+) -> None:
     monkeypatch.setattr(packing, "PACK", None)
-    client = aioredis.Redis()
-    assert pack_with_hiredis(client).connection_pool.connection_class is Connection
+    assert pack_with_hiredis(aioredis.Redis()).connection_pool.connection_class is Connection
+
+    async def main() -> None:
+        async with worqr.AsyncWorqr(redis_url, prefix=prefix) as client:
+            assert client._redis.connection_pool.connection_class is Connection
+            await client.start_worker()
+            assert await client.enqueue_many("plain", ["a task"]) == 1
+            [process] = await client.dequeue_many("plain", 1)
+            assert process.task == "a task" and await client.finish_process(process)
+
+    asyncio.run(main())
 
 
 def test_a_client_passed_in_keeps_its_connections(redis_url: str, prefix: str) -> None:

@@ -48,18 +48,7 @@ def limit(args: argparse.Namespace) -> int:
             raise CliError(str(error), EXIT_USAGE) from None
         now = client.server_time()
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "queue": args.queue,
-                    "rate": list(limits.rate) if limits.rate else None,
-                    "max_active": limits.max_active,
-                    "active": limits.active,
-                    "closed_until": limits.closed_until,
-                    "limited": limits.limited,
-                }
-            )
-        )
+        print(json.dumps({"queue": args.queue, **limits.as_json()}))
     else:
         print(f"{args.queue}: {describe(limits, now)}")
     return EXIT_OK

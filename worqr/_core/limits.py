@@ -46,6 +46,17 @@ class QueueLimits:
         capped = self.max_active is not None and self.active >= self.max_active
         return capped or self.closed_until is not None
 
+    def as_json(self) -> dict[str, Any]:
+        """The limits as JSON-ready data (``rate`` as ``[n, seconds]``), for the
+        command line's ``--json`` and the web view."""
+        return {
+            "rate": list(self.rate) if self.rate else None,
+            "max_active": self.max_active,
+            "active": self.active,
+            "closed_until": self.closed_until,
+            "limited": self.limited,
+        }
+
 
 def _rate_fields(rate: tuple[int, float] | None) -> tuple[str, str]:
     """A rate as job_limits.lua's ARGV (starts, window ms); raises on a bad one."""

@@ -21,14 +21,9 @@ RATE_FIELDS = {"starts", "seconds"}
 
 
 def limits_json(limits: QueueLimits) -> dict[str, Any]:
+    """`QueueLimits.as_json`, with the rate named as the PUT body names it."""
     rate = None if limits.rate is None else {"starts": limits.rate[0], "seconds": limits.rate[1]}
-    return {
-        "rate": rate,
-        "max_active": limits.max_active,
-        "active": limits.active,
-        "closed_until": limits.closed_until,
-        "limited": limits.limited,
-    }
+    return {**limits.as_json(), "rate": rate}
 
 
 def _rate(value: object) -> tuple[Any, Any] | None:

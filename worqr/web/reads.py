@@ -59,13 +59,7 @@ async def queue_counts(client: AsyncWorqr, name: str) -> Json:
         counts, stats, held = await asyncio.gather(
             client._job_counts(name), client.get_stats(name), client.get_limits(name)
         )
-        limits = {
-            "rate": list(held.rate) if held.rate else None,
-            "max_active": held.max_active,
-            "active": held.active,
-            "closed_until": held.closed_until,
-            "limited": held.limited,
-        }
+        limits = held.as_json()
     else:
         queued, active, failed, stats = await asyncio.gather(
             client.count_tasks(name),
