@@ -202,17 +202,22 @@ class AsyncWorqr(AsyncApi):
     def _spawn(self, loop: Any, name: str) -> None:
         self._tasks.append(asyncio.create_task(loop, name=name))
 
-    def _start_heartbeat(self) -> None:
-        """The lease thread, and the task that takes over what it leaves to the
-        loop (`lease`); the heartbeat runs on the loop only when a client passed
-        in cannot be copied for the thread."""
-        twin = sync_twin(
+    def _sync_twin(self) -> Any:
+        """A sync command client reaching what this client reaches (`sync_twin`),
+        or None when a client passed in cannot be copied."""
+        return sync_twin(
             self._url,
             self.settings,
             cluster=self._cluster,
             sentinel=self._sentinel,
             passed_in=None if self._own_redis else self._redis,
         )
+
+    def _start_heartbeat(self) -> None:
+        """The lease thread, and the task that takes over what it leaves to the
+        loop (`lease`); the heartbeat runs on the loop only when a client passed
+        in cannot be copied for the thread."""
+        twin = self._sync_twin()
         if twin is None:
             logger.warning(
                 "the lease is renewed on the event loop (the redis client passed in cannot "

@@ -12,6 +12,7 @@ pull (that would be a wasted round trip per finished task).
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -22,6 +23,7 @@ class Capacity:
     Non-persistent processes share ``concurrency`` slots; persistent ones (which
     never end by themselves) have only their queue's cap, so they cannot starve
     the rest. Each queue is capped by ``limits`` (default ``concurrency``).
+    Thread-safe: lanes (`lanes`) take and free slots from their own threads.
     """
 
     def __init__(
@@ -42,8 +44,13 @@ class Capacity:
         self._held: Counter[str] = Counter()  # running + reserved, per queue
         self._shared = 0  # running + reserved of non-persistent queues
         self._starved: set[str] = set()
+        self._lock = threading.Lock()
 
     def free(self, queue: str) -> int:
+        with self._lock:
+            return self._free(queue)
+
+    def _free(self, queue: str) -> int:
         free = self._limits[queue] - self._held[queue]
         if queue not in self._persistent:
             free = min(free, self.concurrency - self._shared)
@@ -55,45 +62,73 @@ class Capacity:
     def starved(self, queue: str) -> bool:
         return queue in self._starved
 
+    def wanted(self, queue: str) -> bool:
+        """A wake-up for ``queue`` (for lanes): the queue is starved until a take
+        comes back short, so the next slot that frees serves it, round robin.
+        True when a slot is free to serve it now."""
+        with self._lock:
+            self._starved.add(queue)
+            return self._free(queue) > 0
+
     def reserve(self, queue: str) -> int:
         """Slots to ask the next dequeue of ``queue`` for (0: none free)."""
-        count = self.free(queue)
-        if self._batch is not None:
-            count = min(count, self._batch)
-        if count <= 0:
-            self._starved.add(queue)  # a wake-up we could not serve
-            return 0
-        self._move(queue, count)
-        return count
+        with self._lock:
+            count = self._free(queue)
+            if self._batch is not None:
+                count = min(count, self._batch)
+            if count <= 0:
+                self._starved.add(queue)  # a wake-up we could not serve
+                return 0
+            self._starved.discard(queue)  # served: the take's answer says if it still is
+            self._move(queue, count)
+            return count
 
     def settle(self, queue: str, asked: int, got: int) -> list[str]:
         """A dequeue for ``asked`` returned ``got`` processes, which now hold their
         slots. Returns the other starved queues the unused slots can serve."""
-        self._move(queue, got - asked)
-        if got < asked:
-            self._starved.discard(queue)  # drained: the dequeue put us in the idle set
-        else:
-            self._starved.add(queue)  # maybe more queued, and nobody will wake us for it
-        return self._wakeable(queue, include_self=False) if got < asked else []
+        with self._lock:
+            self._move(queue, got - asked)
+            if got < asked:
+                self._starved.discard(queue)  # drained: the dequeue put us in the idle set
+            else:
+                self._starved.add(queue)  # maybe more queued, and nobody will wake us for it
+            return self._wakeable(queue, include_self=False) if got < asked else []
 
     def abandon(self, queue: str, asked: int) -> list[str]:
         """A dequeue failed: free its reservation; the queue may still hold work.
         Returns the other starved queues the freed slots can serve."""
-        self._move(queue, -asked)
-        self._starved.add(queue)
-        return self._wakeable(queue, include_self=False)
+        with self._lock:
+            self._move(queue, -asked)
+            self._starved.add(queue)
+            return self._wakeable(queue, include_self=False)
 
     def release(self, queue: str) -> list[str]:
         """A process of ``queue`` ended. Returns the starved queues that can take
         work now, round robin: those after ``queue`` first, ``queue`` itself last,
         so one busy queue cannot keep the freed slots to itself."""
-        self._move(queue, -1)
-        return self._wakeable(queue, include_self=True)
+        with self._lock:
+            self._move(queue, -1)
+            return self._wakeable(queue, include_self=True)
+
+    def pass_on(self, queue: str) -> tuple[str, int]:
+        """A lane's process of ``queue`` ended, and the lane takes again at once:
+        the queue it serves (the first starved one, round robin as `release`, else
+        ``queue``) and the slots reserved for that take, the freed one included."""
+        with self._lock:
+            self._move(queue, -1)
+            wakeable = self._wakeable(queue, include_self=True)
+            target = wakeable[0] if wakeable else queue
+            count = self._free(target)
+            if self._batch is not None:
+                count = min(count, self._batch)
+            self._starved.discard(target)  # served, as by `reserve`
+            self._move(target, count)
+            return target, count
 
     def _wakeable(self, queue: str, *, include_self: bool) -> list[str]:
         start = self._position[queue] + 1
         order = self._order[start:] + self._order[: start if include_self else start - 1]
-        return [q for q in order if q in self._starved and self.free(q) > 0]
+        return [q for q in order if q in self._starved and self._free(q) > 0]
 
     def _move(self, queue: str, count: int) -> None:
         self._held[queue] += count

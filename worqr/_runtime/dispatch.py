@@ -59,12 +59,13 @@ class Dispatcher(Hooks):
         self._wake = wake
         self._track = track
         self._stopping = stopping
-        self._lost_ids: set[str] = set()  # our former worker ids (their processes are peers')
+        self.lost_ids: set[str] = set()  # our former worker ids (their processes are peers')
+        self.lanes = False  # sync handlers run on lanes: no puller carries finishes
 
     # -- starting ----------------------------------------------------------------
 
     def start(self, process: Process) -> None:
-        if process.worker_id in self._lost_ids:
+        if process.worker_id in self.lost_ids:
             # Taken under an id whose lease is gone: the core returns it to the queue.
             self._wake(self.capacity.release(process.queue))
             self.hooks.on_dropped(process.queue)
@@ -79,11 +80,11 @@ class Dispatcher(Hooks):
             timeout = self.jobs.timeout(process, spec)
             if timeout is not None:
                 running.deadline = loop.call_later(timeout, self._timed_out, running)
-        running.inner = launch(running, loop, self.threads)
+        inner = running.inner = launch(running, loop, self.threads)
         self.running[process.id] = running
         self.hooks.on_started(process.queue)
-        running.inner.add_done_callback(partial(self._ended, running))
-        self._track(running.inner)  # a drain waits for the handler
+        inner.add_done_callback(partial(self._ended, running))
+        self._track(inner)  # a drain waits for the handler
 
     def _timed_out(self, running: Running) -> None:
         """A job ran past its timeout: an async handler is cancelled (and settled
@@ -121,7 +122,10 @@ class Dispatcher(Hooks):
 
     def _finish_later(self, running: Running) -> bool:
         """Batch the finish for the queue's next take; False when it cannot ride
-        (a job's result it cannot store, or progress still being written)."""
+        (a job's result it cannot store, or progress still being written, or
+        lanes take the queue's work: no puller's take would carry it)."""
+        if self.lanes:
+            return False
         process, seconds = running.process, running.seconds()
         kind, data = "n", b""
         if isinstance(process, JobProcess):
@@ -137,6 +141,14 @@ class Dispatcher(Hooks):
         self._wake([process.queue])
         return True
 
+    def settle_lane(self, running: Running) -> None:
+        """A lane's handler ended other than in a plain finish: settle it here."""
+        self._track(asyncio.create_task(self._settle_then_end(running)))
+
+    def finish_alone(self, process: Process, seconds: float, kind: str, data: bytes) -> None:
+        """A lane's finish that did not land: resent until Redis answers."""
+        self._track(asyncio.create_task(self.acks.finish(process, seconds, kind, data)))
+
     async def _settle_then_end(self, running: Running) -> None:
         try:
             await self._settle(running)
@@ -146,7 +158,7 @@ class Dispatcher(Hooks):
     def _end(self, running: Running) -> None:
         if self.running.get(running.process.id) is not running:
             return
-        del self.running[running.process.id]
+        self.running.pop(running.process.id, None)
         self._wake(self.capacity.release(running.process.queue))
 
     async def _settle(self, running: Running) -> None:
@@ -218,7 +230,7 @@ class Dispatcher(Hooks):
 
     def on_lease_lost(self, worker_id: str) -> None:
         # Runs in the heartbeat task, before the core returns the old id's processes.
-        self._lost_ids.add(worker_id)
+        self.lost_ids.add(worker_id)
         for running in list(self.running.values()):
             if running.process.worker_id == worker_id:
                 running.stop("lease")
@@ -246,7 +258,7 @@ class Dispatcher(Hooks):
         while True:
             await asyncio.sleep(self.settings.client.poll_interval)
             by_queue: dict[str, list[str]] = {}
-            for pid, running in self.running.items():
+            for pid, running in list(self.running.items()):  # lanes add to it
                 if running.reason is None:
                     by_queue.setdefault(running.process.queue, []).append(pid)
             for queue, pids in by_queue.items():
@@ -263,8 +275,9 @@ class Dispatcher(Hooks):
         """After a shutdown's last wait: deregistering gives these tasks back."""
         stuck = 0
         for running in list(self.running.values()):
+            if self.running.pop(running.process.id, None) is not running:
+                continue  # a lane finished it meanwhile
             stuck += not running.spec.is_async
-            del self.running[running.process.id]
             self.capacity.release(running.process.queue)
             self.hooks.on_retried(running.process.queue)
         if stuck:

@@ -64,6 +64,10 @@ class Lifecycle:
     def _shutdown_executor(self) -> None:
         raise NotImplementedError
 
+    def _more_to_wait_for(self) -> set[asyncio.Future[Any]]:
+        """Handlers a drain waits for besides the tracked tasks (lanes')."""
+        return set()
+
     # -- public ------------------------------------------------------------------
 
     def run(self) -> None:
@@ -240,22 +244,19 @@ class Lifecycle:
         # Persistent handlers never end by themselves: ask them now, so they get
         # the grace period to clean up instead of being waited for in vain.
         self._cancel_all("shutdown", persistent_only=True)
-        if self._process_tasks and not self._stop_now.is_set():
-            logger.info(
-                "waiting up to %.1f s for %d handlers",
-                self.settings.grace_period,
-                len(self._process_tasks),
-            )
+        if (self._process_tasks or self._more_to_wait_for()) and not self._stop_now.is_set():
+            logger.info("waiting up to %.1f s for handlers", self.settings.grace_period)
             await self._wait_processes(self.settings.grace_period, until_stop_now=True)
         self._cancel_all("shutdown")
         await self._wait_processes(CANCEL_WAIT)
         self._forget_unfinished()
 
     async def _wait_processes(self, timeout: float, *, until_stop_now: bool = False) -> None:
-        if not self._process_tasks:
+        pending = self._process_tasks | self._more_to_wait_for()
+        if not pending:
             return
         waiters: set[asyncio.Future[Any]] = {
-            asyncio.ensure_future(asyncio.wait(set(self._process_tasks), timeout=timeout))
+            asyncio.ensure_future(asyncio.wait(pending, timeout=timeout))
         }
         if until_stop_now:
             assert self._stop_now is not None

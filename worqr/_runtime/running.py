@@ -10,7 +10,7 @@ import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from .._clients.lease import HANDLER_TASK_PREFIX
 from .._jobs import Backoff
@@ -69,17 +69,64 @@ class Outcome(enum.Enum):
     SHUTDOWN = "shutdown"  # stopped by a shutdown: deregistering returns the task
 
 
+class HandlerOutcome(Protocol):
+    """How a handler's end is read: an asyncio future (a task, or a handler
+    thread's future), or a lane's `HandlerEnd`."""
+
+    def done(self) -> bool: ...
+    def cancelled(self) -> bool: ...
+    def cancel(self) -> bool: ...
+    def exception(self) -> BaseException | None: ...
+    def result(self) -> Any: ...
+
+
+class HandlerEnd:
+    """A sync handler's end as a lane sets it: a done future's reading, without
+    the loop (set once, from the lane's thread)."""
+
+    __slots__ = ("_done", "_error", "_value")
+
+    def __init__(self) -> None:
+        self._done = False
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def returned(self, value: Any) -> None:
+        self._value, self._done = value, True
+
+    def raised(self, error: BaseException) -> None:
+        self._error, self._done = error, True
+
+    def done(self) -> bool:
+        return self._done
+
+    def cancelled(self) -> bool:
+        return False  # a thread cannot be cancelled
+
+    def cancel(self) -> bool:
+        return False
+
+    def exception(self) -> BaseException | None:
+        return self._error
+
+    def result(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 @dataclass(slots=True)
 class Running:
     process: Process
     spec: HandlerSpec
     context: ProcessContext
-    inner: asyncio.Future[Any] | None = None  # the handler's task or thread future
+    inner: HandlerOutcome | None = None  # the handler's task, thread future or lane end
     reason: Reason | None = None
     started: float = field(default_factory=time.monotonic)
     settled: bool = False  # acknowledged before its handler ended (a sync job's timeout)
     job: JobContext | None = None  # set for a job's process
     deadline: asyncio.TimerHandle | None = None  # a job's timeout
+    progressed: bool = False  # a lane's job reported progress: its end goes through the loop
 
     def stop(self, reason: Reason) -> bool:
         """Ask the handler to stop. A handler that already ended keeps its own
@@ -137,14 +184,14 @@ def launch(
         return loop.create_task(
             _call_async(function, task), context=context, name=running.spec.task_name
         )
-    return threads.submit(context.run, _call_sync, function, task)
+    return threads.submit(context.run, call_sync, function, task)
 
 
 async def _call_async(function: Handler, task: str | bytes) -> Any:
     return await function(task)
 
 
-def _call_sync(function: Handler, task: str | bytes) -> Any:
+def call_sync(function: Handler, task: str | bytes) -> Any:
     result = function(task)
     if inspect.isawaitable(result):
         close = getattr(result, "close", None)

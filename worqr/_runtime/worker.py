@@ -27,6 +27,7 @@ from .acks import Acknowledger
 from .capacity import Capacity
 from .dispatch import Dispatcher
 from .job_outcomes import JobOutcomes
+from .lanes import Lanes, lane_executor
 from .lifecycle import Lifecycle
 from .pulling import Puller
 from .registry import HandlerRegistry
@@ -107,6 +108,7 @@ class Worker(HandlerRegistry, Lifecycle):
         self._client: AsyncWorqr | None = None
         self._dispatch: Dispatcher | None = None
         self._puller: Puller | None = None
+        self._lanes: Lanes | None = None
         self._timers: dict[str, asyncio.TimerHandle] = {}  # queue -> its due-jobs timer
 
     # -- configuration ---------------------------------------------------------
@@ -216,7 +218,35 @@ class Worker(HandlerRegistry, Lifecycle):
         client.add_hooks(self._dispatch)  # stops handlers of a lost lease first
         client.add_hooks(self._hooks)
         self._client = client
+        self._lanes = self._make_lanes(client, capacity, job_queues)
         return client
+
+    def _make_lanes(
+        self, client: AsyncWorqr, capacity: Capacity, job_queues: frozenset[str]
+    ) -> Lanes | None:
+        """Lanes when every handler is sync and none persistent (and the client
+        can be copied for them); else handlers run as the loop starts them."""
+        specs = self._specs.values()
+        if any(spec.is_async or spec.persistent for spec in specs):
+            return None
+        executor = lane_executor(client, asyncio.get_running_loop())
+        if executor is None:
+            return None
+        assert self._dispatch is not None
+        self._dispatch.lanes = True
+        return Lanes(
+            client._core,
+            executor,
+            loop=asyncio.get_running_loop(),
+            size=self.settings.concurrency,
+            dispatch=self._dispatch,
+            capacity=capacity,
+            hooks=self._hooks,
+            job_queues=job_queues,
+            stopping=self._is_stopping,
+            lease_fresh=lambda: client.lease_fresh(),
+            fence_wait=client.settings.heartbeat / 4,
+        )
 
     def _join_steps(self, client: AsyncWorqr) -> list[Callable[[], Awaitable[Any]]]:
         steps: list[Callable[[], Awaitable[Any]]] = [client.start_worker]
@@ -231,12 +261,21 @@ class Worker(HandlerRegistry, Lifecycle):
 
     def _loops(self, client: AsyncWorqr) -> list[asyncio.Task[None]]:
         assert self._puller is not None and self._dispatch is not None
-        pullers = [
-            asyncio.create_task(self._puller.pull(queue), name=f"worqr-pull-{queue}")
-            for queue in self._specs
-        ]
+        if self._lanes is not None:
+            pullers = [asyncio.create_task(self._run_lanes(self._lanes), name="worqr-lanes")]
+        else:
+            pullers = [
+                asyncio.create_task(self._puller.pull(queue), name=f"worqr-pull-{queue}")
+                for queue in self._specs
+            ]
         fence = asyncio.create_task(self._dispatch.fence(), name="worqr-fence")
         return [*pullers, fence, asyncio.create_task(self._dispatch.watch(), name="worqr-watch")]
+
+    async def _run_lanes(self, lanes: Lanes) -> None:
+        """Start the lanes; they take work until the worker stops (this task is
+        cancelled then). Each queue's subscription wakes them to drain it."""
+        lanes.start()
+        await asyncio.get_running_loop().create_future()
 
     def _listener(self, queue: str) -> Callable[[str, Any], None]:
         def listen(event: str, message: Any) -> None:
@@ -244,7 +283,7 @@ class Worker(HandlerRegistry, Lifecycle):
             assert dispatch is not None and puller is not None
             if event == "work":
                 self._hooks.on_wakeup(queue)
-                self._wanted[queue].set()
+                self._wake([queue])
             elif event == "due":
                 self._due_in(queue, message / 1000)
             elif event == "cancel":
@@ -253,7 +292,7 @@ class Worker(HandlerRegistry, Lifecycle):
             elif event == "delete":
                 dispatch.stop_queue(queue, "cancel")
                 puller.configured.discard(queue)  # the queue's options went with it
-                self._wanted[queue].set()  # rejoin the (now empty) queue
+                self._wake([queue])  # rejoin the (now empty) queue
 
         return listen
 
@@ -273,7 +312,7 @@ class Worker(HandlerRegistry, Lifecycle):
         if self._stopping or self._dispatch is None:
             return
         if self._dispatch.capacity.free(queue) > 0:
-            self._wanted[queue].set()
+            self._wake([queue])
         elif self._client is not None:
             task = asyncio.create_task(self._promote(self._client, queue))
             self._track(task)
@@ -286,8 +325,12 @@ class Worker(HandlerRegistry, Lifecycle):
 
     def _wake(self, queues: list[str]) -> None:
         if not self._stopping:
+            lanes = self._lanes
             for queue in queues:
-                self._wanted[queue].set()
+                if lanes is not None:
+                    lanes.wake(queue)
+                else:
+                    self._wanted[queue].set()
 
     def _is_stopping(self) -> bool:
         return self._stopping
@@ -308,5 +351,11 @@ class Worker(HandlerRegistry, Lifecycle):
         self._timers.clear()
         if self._dispatch is not None:
             self._dispatch.threads.shutdown()
-        self._dispatch = self._puller = None
+        if self._lanes is not None:
+            self._lanes.shutdown()
+        self._dispatch = self._puller = self._lanes = None
         self._client = None
+
+    def _more_to_wait_for(self) -> set[asyncio.Future[Any]]:
+        drained = None if self._lanes is None else self._lanes.drained()
+        return set() if drained is None else {drained}

@@ -1,0 +1,348 @@
+"""Handler threads that take their own work: the fast path of sync handlers.
+
+In a worker whose handlers are all sync (and none persistent), each handler
+thread is a lane: it takes processes with a sync twin of the worker's client,
+runs the handler inline, and carries the finish into its next take, in one
+script call, as the loop's puller does for async handlers. A task whose handler
+returns costs no hop between threads, except the wake-up of an idle lane.
+
+The event loop keeps the rest: the heartbeat, pub/sub (`wake` orders an idle
+lane to take), the watcher and the fence (they stop lane handlers through
+`Dispatcher.running`), job timeouts (a job that has one is started by the
+`Dispatcher` itself), and every outcome but a plain finish (handed to
+`Dispatcher.settle_lane`). Slots stay in `Capacity`, shared with the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from .._clients.async_client import AsyncWorqr
+from .._clients.outage import OutageLog
+from .._clients.sync_exec import SyncExecutor
+from .._core import Core
+from .._core.calls import Subscribe
+from .._errors import LeaseLostError
+from .._hooks import Hooks
+from .._jobs import JobProcess
+from .._process import Process
+from .capacity import Capacity
+from .context import ProcessContext, set_current
+from .dispatch import Dispatcher
+from .job_context import JobContext, set_current_job
+from .running import HandlerEnd, Running, call_sync
+
+logger = logging.getLogger("worqr.worker")
+
+_STOP = object()
+
+Finish = tuple[Process, float, str, bytes]
+"""A plain finish a lane carries into its next take: process, seconds, result."""
+
+
+SUBSCRIBE_WAIT = 30.0  # seconds a lane waits for the loop to (re)subscribe a queue
+
+
+def lane_executor(client: AsyncWorqr, loop: asyncio.AbstractEventLoop) -> SyncExecutor | None:
+    """An executor of ``client``'s plans on a sync twin of its connection (None
+    when a client passed in cannot be copied). Subscribing, which a take does
+    when it rejoins a queue, is the loop's: the lane waits for it."""
+    twin = client._sync_twin()
+    if twin is None:
+        return None
+
+    def subscribe(request: Subscribe) -> None:
+        done = asyncio.run_coroutine_threadsafe(client._execute_once(request), loop)
+        done.result(SUBSCRIBE_WAIT)
+
+    return SyncExecutor(twin, client.settings, subscribe)
+
+
+class Lanes:
+    """The handler threads of a worker whose handlers are all sync.
+
+    ``stopping`` tells when to stop taking; while ``lease_fresh`` is False (or
+    the lease is refused) a lane waits ``fence_wait`` seconds between tries.
+    """
+
+    def __init__(
+        self,
+        core: Core,
+        executor: SyncExecutor,
+        *,
+        loop: asyncio.AbstractEventLoop,
+        size: int,
+        dispatch: Dispatcher,
+        capacity: Capacity,
+        hooks: Hooks,
+        job_queues: frozenset[str],
+        stopping: Callable[[], bool],
+        lease_fresh: Callable[[], bool],
+        fence_wait: float,
+    ) -> None:
+        self._core = core
+        self._executor = executor
+        self._loop = loop
+        self._size = size
+        self._dispatch = dispatch
+        self._capacity = capacity
+        self._hooks = hooks
+        self._job_queues = job_queues
+        self._stopping = stopping
+        self._lease_fresh = lease_fresh
+        self._fence_wait = fence_wait
+        self._orders: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # _ordered, _busy, _drained
+        self._ordered: set[str] = set()  # queues with a take order not picked up yet
+        self._refused: set[str] = set()  # queues woken while no slot was free
+        self._busy = 0  # handlers running on a lane, or their finish in flight
+        self._drained: asyncio.Future[None] | None = None
+        self._threads: list[threading.Thread] = []
+        self._context = contextvars.copy_context()  # what handlers start from, as on the loop
+
+    # -- the loop's side -----------------------------------------------------------
+
+    def start(self) -> None:
+        for index in range(self._size):
+            thread = threading.Thread(target=self._run, name=f"worqr-handler_{index}")
+            self._threads.append(thread)
+            thread.start()
+
+    def wake(self, queue: str) -> None:
+        """``queue`` may have work: an idle lane takes from it, or, with no slot
+        free, the queue is starved and the next slot that frees serves it."""
+        with self._lock:
+            if queue in self._ordered:
+                return
+            self._ordered.add(queue)
+        if self._capacity.wanted(queue):
+            self._orders.put(queue)
+        else:
+            with self._lock:
+                self._ordered.discard(queue)
+                # A take in flight holds the slots; if it comes back short it
+                # clears the starved mark, and this wake-up must not die with it.
+                self._refused.add(queue)
+
+    def drained(self) -> asyncio.Future[None] | None:
+        """On the loop: a future done when no lane runs a handler (None: none does)."""
+        with self._lock:
+            if self._busy == 0:
+                return None
+            if self._drained is None or self._drained.done():
+                self._drained = self._loop.create_future()
+            return self._drained
+
+    def shutdown(self) -> None:
+        """Lanes exit when idle; one still in its handler exits when it returns
+        (its finish then goes nowhere: deregistering gave its task back)."""
+        for _ in self._threads:
+            self._orders.put(_STOP)
+        self._executor.redis.close()
+
+    # -- one lane ------------------------------------------------------------------
+
+    def _run(self) -> None:
+        outage = OutageLog("take work")
+        while True:
+            order = self._orders.get()
+            if order is _STOP:
+                return
+            if isinstance(order, str):
+                with self._lock:
+                    self._ordered.discard(order)
+                processes = self._take(order, None, outage)
+            else:
+                processes = [order]  # handed over by a lane that took several: slot held
+            while processes:
+                for other in processes[1:]:
+                    self._orders.put(other)
+                processes = self._work(processes[0], outage)
+
+    def _work(self, process: Process, outage: OutageLog) -> list[Process]:
+        """Run one process; returns what the take carrying its finish brought."""
+        dispatch, queue = self._dispatch, process.queue
+        if self._stopping():  # taken as the worker stopped: deregistering returns it
+            self._release(queue)
+            return []
+        if process.worker_id in dispatch.lost_ids:
+            # Taken under an id whose lease is gone: the core returns it to the queue.
+            self._release(queue)
+            self._hooks.on_dropped(queue)
+            return []
+        spec = dispatch.specs[queue]
+        job = process if isinstance(process, JobProcess) else None
+        if job is not None and dispatch.jobs.timeout(job, spec) is not None:
+            self._to_loop(dispatch.start, process)  # its timer lives on the loop
+            return []
+        end = HandlerEnd()
+        running = Running(process, spec, ProcessContext(process), inner=end)
+        context = self._context.copy()
+        context.run(set_current, running.context)
+        if job is not None:
+            report = partial(self._report, running, job)
+            running.job = JobContext(job, running.context.cancelled, report)
+            context.run(set_current_job, running.job)
+            self._hooks.on_job_started(queue, job.waited)
+        with self._lock:
+            self._busy += 1
+        try:
+            dispatch.running[process.id] = running
+            self._hooks.on_started(queue)
+            try:
+                end.returned(context.run(call_sync, spec.function, process.task))
+            except BaseException as error:  # the outcome policy decides; the lane lives on
+                end.raised(error)
+            return self._ended(running, outage)
+        finally:
+            self._idle_one()
+
+    def _report(self, running: Running, job: JobProcess, value: bytes) -> None:
+        running.progressed = True  # its end goes through the loop, after this report
+        self._dispatch.jobs.report(self._loop, job, value)
+
+    def _ended(self, running: Running, outage: OutageLog) -> list[Process]:
+        """A plain finish rides on the lane's next take; anything else is settled
+        on the loop (which acknowledges it and frees its slot)."""
+        dispatch, process = self._dispatch, running.process
+        finish = self._plain_finish(running)
+        if finish is None:
+            self._to_loop(dispatch.settle_lane, running)
+            return []
+        if dispatch.running.pop(process.id, None) is not running:
+            return []  # a shutdown that ran out of time gave its task back already
+        # The freed slot stays with this lane (no other take can grab it first):
+        # a starved queue gets it, round robin; else the finished process's own
+        # queue, looked at again even when its last take came back short, so
+        # that work which arrived meanwhile starts without a wake-up.
+        target, asked = self._capacity.pass_on(process.queue)
+        if target != process.queue:
+            self._finish_alone(finish)
+            return self._take(target, None, outage, asked)
+        return self._take(target, finish, outage, asked)
+
+    def _plain_finish(self, running: Running) -> Finish | None:
+        end = running.inner
+        assert isinstance(end, HandlerEnd)
+        if running.reason is not None or running.progressed or end.exception() is not None:
+            return None
+        kind, data = "n", b""
+        if isinstance(running.process, JobProcess):
+            try:
+                kind, data = self._dispatch.jobs.stored(end.result())
+            except (TypeError, ValueError):
+                return None  # failed on the loop, which says why
+        return running.process, running.seconds(), kind, data
+
+    # -- calls ---------------------------------------------------------------------
+
+    def _take(
+        self, queue: str, finish: Finish | None, outage: OutageLog, reserved: int = 0
+    ) -> list[Process]:
+        """Take as many processes as ``queue`` has free slots (``reserved`` of
+        them held already), carrying ``finish``, until Redis answers or the
+        worker stops."""
+        capacity, hooks = self._capacity, self._hooks
+        while True:
+            if self._stopping() or not self._lease_fresh():
+                if reserved:
+                    self._wake_all(capacity.abandon(queue, reserved))
+                    reserved = 0
+                if finish is not None:
+                    self._finish_alone(finish)  # the work was ours: its finish goes out
+                    finish = None
+                if self._stopping():
+                    return []
+                time.sleep(self._fence_wait)  # self-fenced until a heartbeat lands
+                continue
+            asked, reserved = reserved or capacity.reserve(queue), 0
+            if asked == 0:
+                if finish is not None:
+                    self._finish_alone(finish)
+                return []
+            with self._lock:
+                self._refused.discard(queue)
+            try:
+                accepted, processes, more = self._call(queue, finish, asked)
+            except LeaseLostError:  # the heartbeat re-registers us; try again then
+                self._wake_all(capacity.abandon(queue, asked))
+                if finish is not None:
+                    self._to_loop(self._dispatch.finish_alone, *finish)  # refused whole
+                    finish = None
+                time.sleep(self._fence_wait)
+                continue
+            except Exception as error:  # Redis away (or a bug): never give up the queue
+                self._wake_all(capacity.abandon(queue, asked))
+                outage.failed(error)
+                time.sleep(outage.backoff())
+                continue
+            outage.ok()
+            if finish is not None:
+                self._dispatch.acks.report_finish(queue, finish[1], accepted[0])
+            hooks.on_dequeue(queue, asked, len(processes))
+            self._wake_all(capacity.settle(queue, asked, len(processes)))
+            if len(processes) < asked:
+                with self._lock:
+                    refused = queue in self._refused
+                if more or refused:  # jobs may be left, or a wake-up came meanwhile
+                    self.wake(queue)
+            return processes
+
+    def _call(
+        self, queue: str, finish: Finish | None, count: int
+    ) -> tuple[list[bool], list[Process], bool]:
+        drive, core = self._executor.drive, self._core
+        if queue in self._job_queues:
+            finishes = [] if finish is None else [(finish[0], finish[2], finish[3])]
+            accepted, jobs, more = drive(core.take_jobs(queue, finishes, count))  # type: ignore[arg-type]
+            return accepted, list(jobs), more
+        if finish is None:
+            return [], drive(core.dequeue(queue, count)), False
+        accepted, processes = drive(core.complete(queue, [finish[0]], count))
+        return accepted, processes, False
+
+    def _finish_alone(self, finish: Finish) -> None:
+        """Finish without a take; when Redis does not answer, the loop resends it."""
+        process, seconds = finish[0], finish[1]
+        try:
+            accepted, _, _ = self._call(process.queue, finish, 0)
+        except Exception:
+            self._to_loop(self._dispatch.finish_alone, *finish)
+            return
+        self._dispatch.acks.report_finish(process.queue, seconds, accepted[0])
+
+    # -- bookkeeping ---------------------------------------------------------------
+
+    def _release(self, queue: str) -> None:
+        self._wake_all(self._capacity.release(queue))
+
+    def _wake_all(self, queues: list[str]) -> None:
+        if not self._stopping():
+            for queue in queues:
+                self.wake(queue)
+
+    def _idle_one(self) -> None:
+        with self._lock:
+            self._busy -= 1
+            drained = self._drained if self._busy == 0 else None
+        if drained is not None:
+            self._to_loop(_resolve, drained)
+
+    def _to_loop(self, function: Callable[..., Any], *args: Any) -> None:
+        try:
+            self._loop.call_soon_threadsafe(function, *args)
+        except RuntimeError:  # the loop closed: deregistering gave the task back
+            logger.debug("worker loop closed; %s dropped", getattr(function, "__name__", function))
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
