@@ -25,11 +25,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from .._clients.async_client import AsyncWorqr
 from .._clients.outage import OutageLog
 from .._clients.sync_exec import SyncExecutor
 from .._core import Core
-from .._core.calls import Subscribe
 from .._errors import LeaseLostError
 from .._hooks import Hooks
 from .._jobs import JobProcess
@@ -46,24 +44,6 @@ _STOP = object()
 
 Finish = tuple[Process, float, str, bytes]
 """A plain finish a lane carries into its next take: process, seconds, result."""
-
-
-SUBSCRIBE_WAIT = 30.0  # seconds a lane waits for the loop to (re)subscribe a queue
-
-
-def lane_executor(client: AsyncWorqr, loop: asyncio.AbstractEventLoop) -> SyncExecutor | None:
-    """An executor of ``client``'s plans on a sync twin of its connection (None
-    when a client passed in cannot be copied). Subscribing, which a take does
-    when it rejoins a queue, is the loop's: the lane waits for it."""
-    twin = client._sync_twin()
-    if twin is None:
-        return None
-
-    def subscribe(request: Subscribe) -> None:
-        done = asyncio.run_coroutine_threadsafe(client._execute_once(request), loop)
-        done.result(SUBSCRIBE_WAIT)
-
-    return SyncExecutor(twin, client.settings, subscribe)
 
 
 class Lanes:
@@ -156,16 +136,22 @@ class Lanes:
             order = self._orders.get()
             if order is _STOP:
                 return
-            if isinstance(order, str):
-                with self._lock:
-                    self._ordered.discard(order)
-                processes = self._take(order, None, outage)
-            else:
-                processes = [order]  # handed over by a lane that took several: slot held
-            while processes:
-                for other in processes[1:]:
-                    self._orders.put(other)
-                processes = self._work(processes[0], outage)
+            try:
+                self._serve(order, outage)
+            except Exception:  # a bug: logged; the lane lives on
+                logger.exception("a handler lane failed")
+
+    def _serve(self, order: str | Process, outage: OutageLog) -> None:
+        if isinstance(order, str):
+            with self._lock:
+                self._ordered.discard(order)
+            processes = self._take(order, None, outage)
+        else:
+            processes = [order]  # handed over by a lane that took several: slot held
+        while processes:
+            for other in processes[1:]:
+                self._orders.put(other)
+            processes = self._work(processes[0], outage)
 
     def _work(self, process: Process, outage: OutageLog) -> list[Process]:
         """Run one process; returns what the take carrying its finish brought."""
@@ -301,8 +287,11 @@ class Lanes:
     ) -> tuple[list[bool], list[Process], bool]:
         drive, core = self._executor.drive, self._core
         if queue in self._job_queues:
-            finishes = [] if finish is None else [(finish[0], finish[2], finish[3])]
-            accepted, jobs, more = drive(core.take_jobs(queue, finishes, count))  # type: ignore[arg-type]
+            finishes: list[tuple[JobProcess, str, bytes]] = []
+            if finish is not None:
+                assert isinstance(finish[0], JobProcess)
+                finishes.append((finish[0], finish[2], finish[3]))
+            accepted, jobs, more = drive(core.take_jobs(queue, finishes, count))
             return accepted, list(jobs), more
         if finish is None:
             return [], drive(core.dequeue(queue, count)), False

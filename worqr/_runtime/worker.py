@@ -27,7 +27,8 @@ from .acks import Acknowledger
 from .capacity import Capacity
 from .dispatch import Dispatcher
 from .job_outcomes import JobOutcomes
-from .lanes import Lanes, lane_executor
+from .lane_setup import make_lanes
+from .lanes import Lanes
 from .lifecycle import Lifecycle
 from .pulling import Puller
 from .registry import HandlerRegistry
@@ -218,35 +219,15 @@ class Worker(HandlerRegistry, Lifecycle):
         client.add_hooks(self._dispatch)  # stops handlers of a lost lease first
         client.add_hooks(self._hooks)
         self._client = client
-        self._lanes = self._make_lanes(client, capacity, job_queues)
-        return client
-
-    def _make_lanes(
-        self, client: AsyncWorqr, capacity: Capacity, job_queues: frozenset[str]
-    ) -> Lanes | None:
-        """Lanes when every handler is sync and none persistent (and the client
-        can be copied for them); else handlers run as the loop starts them."""
-        specs = self._specs.values()
-        if any(spec.is_async or spec.persistent for spec in specs):
-            return None
-        executor = lane_executor(client, asyncio.get_running_loop())
-        if executor is None:
-            return None
-        assert self._dispatch is not None
-        self._dispatch.lanes = True
-        return Lanes(
-            client._core,
-            executor,
-            loop=asyncio.get_running_loop(),
-            size=self.settings.concurrency,
-            dispatch=self._dispatch,
-            capacity=capacity,
-            hooks=self._hooks,
-            job_queues=job_queues,
+        self._lanes = make_lanes(
+            client,
+            self._dispatch,
+            capacity,
+            job_queues,
             stopping=self._is_stopping,
-            lease_fresh=lambda: client.lease_fresh(),
-            fence_wait=client.settings.heartbeat / 4,
+            size=settings.concurrency,
         )
+        return client
 
     def _join_steps(self, client: AsyncWorqr) -> list[Callable[[], Awaitable[Any]]]:
         steps: list[Callable[[], Awaitable[Any]]] = [client.start_worker]

@@ -1,0 +1,117 @@
+"""Lanes: a worker whose handlers are all sync runs them on threads that take,
+run and finish their own work. Idle lanes still serve new work at once while
+others are busy, a finish rides on the lane's next take, a mixed worker keeps
+the loop's path, and the bookkeeping hands a freed slot on without a race."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+
+import worqr
+from tests.support.recorders import HookCounter
+from tests.support.waiting import wait_until
+from tests.support.workers import Runner, WorkerFactory
+from worqr._runtime.capacity import Capacity
+
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")
+
+
+def test_an_idle_lane_starts_new_work_while_another_is_busy(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+) -> None:
+    release = threading.Event()
+    started: list[str] = []
+    worker = new_worker({"poll_interval": 60}, concurrency=2)
+
+    @worker.handler("q")
+    def handle(task: str) -> None:
+        started.append(task)
+        if task == "slow":
+            assert release.wait(10)
+
+    runner.start(worker)
+    try:
+        client.enqueue("q", "slow")
+        wait_until(lambda: started == ["slow"])
+        # The worker has a free lane: it stays in the idle set, so this one
+        # is started by a wake-up now, not after "slow" ends (nor by a poll).
+        client.enqueue("q", "fast")
+        wait_until(lambda: started == ["slow", "fast"], timeout=2.0)
+    finally:
+        release.set()
+    wait_until(lambda: client.get_stats("q").get("finished") == 2)
+
+
+def test_lane_handlers_run_on_lane_threads_with_their_context(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+) -> None:
+    seen: list[tuple[str, str, str]] = []
+    worker = new_worker(concurrency=3)
+
+    @worker.handler("q")
+    def handle(task: str) -> None:
+        seen.append(
+            (threading.current_thread().name, worqr.current_process().task, request_id.get())
+        )
+        request_id.set(task)  # must not leak into the next task run by this lane
+
+    runner.start(worker)
+    client.enqueue_many("q", [f"t{i}" for i in range(30)])
+    wait_until(lambda: len(seen) == 30)
+    assert {name.rsplit("_", 1)[0] for name, _, _ in seen} == {"worqr-handler"}
+    assert sorted(task for _, task, _ in seen) == sorted(f"t{i}" for i in range(30))
+    assert {value for _, _, value in seen} == {"unset"}
+
+
+def test_a_finish_rides_on_the_lanes_next_take(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+) -> None:
+    recorder = HookCounter()
+    done: list[str] = []
+    worker = new_worker({"poll_interval": 60}, concurrency=1, hooks=[recorder])
+    worker.handler("q")(done.append)
+    client.enqueue_many("q", [str(i) for i in range(20)])
+    runner.start(worker)
+    wait_until(lambda: client.get_stats("q").get("finished") == 20)
+    # One lane, 20 tasks: each take carries the finish before it, so there is
+    # one take per task and one more that finds the queue empty, and no finish
+    # of its own.
+    takes = [entry for entry in recorder.dequeues if entry[0] == "q"]
+    assert sum(got for _, _, got in takes) == 20
+    assert len(takes) <= 21, takes
+
+
+def test_a_worker_with_an_async_handler_keeps_the_loops_path(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+) -> None:
+    names: list[str] = []
+    worker = new_worker(concurrency=2)
+
+    @worker.handler("sync")
+    def handle(task: str) -> None:
+        names.append(threading.current_thread().name)
+
+    @worker.handler("async")
+    async def handle_async(task: str) -> None:
+        names.append("loop")
+
+    runner.start(worker)
+    client.enqueue("sync", "a")
+    client.enqueue("async", "b")
+    wait_until(lambda: len(names) == 2)
+    assert worker._lanes is None
+    assert sorted(names) == ["loop", "worqr-handler_0"]
+
+
+def test_pass_on_keeps_the_freed_slot_and_serves_a_starved_queue_first() -> None:
+    capacity = Capacity(["a", "b"], concurrency=2, limits={})
+    assert capacity.reserve("a") == 2
+    capacity.settle("a", 2, 2)  # full: a is starved, both slots held
+    assert not capacity.wanted("b")  # woken with no slot free: starved, no lane now
+    assert capacity.pass_on("a") == ("b", 1)  # round robin: b gets the freed slot
+    assert capacity.free("a") == capacity.free("b") == 0  # nobody else can take it
+    assert not capacity.starved("b")  # being served: the take's answer decides
+    capacity.settle("b", 1, 0)  # b came back short: in the idle set again
+    # a's last process ends: a (still starved) gets every free slot back.
+    assert capacity.pass_on("a") == ("a", 2)
