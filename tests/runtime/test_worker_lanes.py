@@ -115,3 +115,16 @@ def test_pass_on_keeps_the_freed_slot_and_serves_a_starved_queue_first() -> None
     capacity.settle("b", 1, 0)  # b came back short: in the idle set again
     # a's last process ends: a (still starved) gets every free slot back.
     assert capacity.pass_on("a") == ("a", 2)
+
+
+def test_combined_reservations_are_cut_to_the_batch() -> None:
+    capacity = Capacity(["a", "b"], concurrency=6, limits={}, batch=2)
+    assert capacity.reserve("a") == 2
+    assert capacity.reserve("a") == 2
+    assert capacity.reserve("b") == 2  # every slot held; b's take is in flight
+    capacity.settle("b", 2, 2)  # full: b is starved
+    # Two lanes' finishes of a ride one take: their 4 slots are cut to the batch,
+    # and the 2 given back serve the starved queue.
+    assert capacity.cap("a", 4) == (2, ["b"])
+    assert capacity.free("b") == 2
+    assert capacity.cap("a", 2) == (2, [])

@@ -125,6 +125,15 @@ class Capacity:
             self._move(target, count)
             return target, count
 
+    def cap(self, queue: str, reserved: int) -> tuple[int, list[str]]:
+        """Slots held for one take of ``queue`` (lanes combine several), cut to
+        ``batch``; also the starved queues the slots given back can serve."""
+        with self._lock:
+            if self._batch is None or reserved <= self._batch:
+                return reserved, []
+            self._move(queue, self._batch - reserved)
+            return self._batch, self._wakeable(queue, include_self=False)
+
     def _wakeable(self, queue: str, *, include_self: bool) -> list[str]:
         start = self._position[queue] + 1
         order = self._order[start:] + self._order[: start if include_self else start - 1]

@@ -4,7 +4,10 @@ In a worker whose handlers are all sync (and none persistent), each handler
 thread is a lane: it takes processes with a sync twin of the worker's client,
 runs the handler inline, and carries the finish into its next take, in one
 script call, as the loop's puller does for async handlers. A task whose handler
-returns costs no hop between threads, except the wake-up of an idle lane.
+returns costs no hop between threads, except the wake-up of an idle lane. Lanes
+that end while another lane's take of their queue is in flight leave their
+finishes to it (`_combine`): one call carries them all, and takes their next
+processes, as the puller batches the finishes of handlers that end together.
 
 The event loop keeps the rest: the heartbeat, pub/sub (`wake` orders an idle
 lane to take), the watcher and the fence (they stop lane handlers through
@@ -36,14 +39,12 @@ from .capacity import Capacity
 from .context import ProcessContext, set_current
 from .dispatch import Dispatcher
 from .job_context import JobContext, set_current_job
+from .lane_calls import Finish, LaneCalls
 from .running import HandlerEnd, Running, call_sync
 
 logger = logging.getLogger("worqr.worker")
 
 _STOP = object()
-
-Finish = tuple[Process, float, str, bytes]
-"""A plain finish a lane carries into its next take: process, seconds, result."""
 
 
 class Lanes:
@@ -68,21 +69,22 @@ class Lanes:
         lease_fresh: Callable[[], bool],
         fence_wait: float,
     ) -> None:
-        self._core = core
         self._executor = executor
+        self._calls = LaneCalls(core, executor, job_queues, dispatch, self._to_loop)
         self._loop = loop
         self._size = size
         self._dispatch = dispatch
         self._capacity = capacity
         self._hooks = hooks
-        self._job_queues = job_queues
         self._stopping = stopping
         self._lease_fresh = lease_fresh
         self._fence_wait = fence_wait
         self._orders: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._lock = threading.Lock()  # _ordered, _busy, _drained
+        self._lock = threading.Lock()  # the sets and dicts below, _busy, _drained
         self._ordered: set[str] = set()  # queues with a take order not picked up yet
         self._refused: set[str] = set()  # queues woken while no slot was free
+        self._calling: set[str] = set()  # queues a lane carries finishes into a take of
+        self._deposits: dict[str, list[tuple[Finish, int]]] = {}  # finishes (and slots) waiting
         self._busy = 0  # handlers running on a lane, or their finish in flight
         self._drained: asyncio.Future[None] | None = None
         self._threads: list[threading.Thread] = []
@@ -145,7 +147,7 @@ class Lanes:
         if isinstance(order, str):
             with self._lock:
                 self._ordered.discard(order)
-            processes = self._take(order, None, outage)
+            processes = self._take(order, [], outage)
         else:
             processes = [order]  # handed over by a lane that took several: slot held
         while processes:
@@ -209,11 +211,46 @@ class Lanes:
         # a starved queue gets it, round robin; else the finished process's own
         # queue, looked at again even when its last take came back short, so
         # that work which arrived meanwhile starts without a wake-up.
-        target, asked = self._capacity.pass_on(process.queue)
-        if target != process.queue:
-            self._finish_alone(finish)
-            return self._take(target, None, outage, asked)
-        return self._take(target, finish, outage, asked)
+        queue = process.queue
+        target, reserved = self._capacity.pass_on(queue)
+        if target != queue:
+            self._calls.finish_alone([finish])
+            return self._take(target, [], outage, reserved)
+        with self._lock:
+            if queue in self._calling:
+                # Another lane's take of this queue is in flight: its next call
+                # carries this finish (and its slots), and this lane idles.
+                self._deposits.setdefault(queue, []).append((finish, reserved))
+                self._busy += 1  # until that call lands: a drain waits for it
+                return []
+            self._calling.add(queue)
+        return self._combine(queue, [finish], reserved, outage)
+
+    def _combine(
+        self, queue: str, finishes: list[Finish], reserved: int, outage: OutageLog
+    ) -> list[Process]:
+        """Carry ``finishes`` into a take, then the finishes other lanes left
+        meanwhile, until none wait: one call per batch when lanes end together
+        (as the loop's puller batches them). Processes taken while more
+        finishes wait go to idle lanes, the ones that left them among them."""
+        carried = 0  # deposits carried: each held the drain open
+        try:
+            while True:
+                processes = self._take(queue, finishes, outage, reserved)
+                with self._lock:
+                    deposits = self._deposits.pop(queue, [])
+                    if not deposits:
+                        self._calling.discard(queue)
+                if not deposits:
+                    return processes
+                for process in processes:
+                    self._orders.put(process)
+                finishes = [finish for finish, _ in deposits]
+                reserved = sum(slots for _, slots in deposits)
+                carried += len(deposits)
+        finally:
+            for _ in range(carried):
+                self._idle_one()
 
     def _plain_finish(self, running: Running) -> Finish | None:
         end = running.inner
@@ -231,10 +268,10 @@ class Lanes:
     # -- calls ---------------------------------------------------------------------
 
     def _take(
-        self, queue: str, finish: Finish | None, outage: OutageLog, reserved: int = 0
+        self, queue: str, finishes: list[Finish], outage: OutageLog, reserved: int = 0
     ) -> list[Process]:
         """Take as many processes as ``queue`` has free slots (``reserved`` of
-        them held already), carrying ``finish``, until Redis answers or the
+        them held already), carrying ``finishes``, until Redis answers or the
         worker stops."""
         capacity, hooks = self._capacity, self._hooks
         while True:
@@ -242,27 +279,30 @@ class Lanes:
                 if reserved:
                     self._wake_all(capacity.abandon(queue, reserved))
                     reserved = 0
-                if finish is not None:
-                    self._finish_alone(finish)  # the work was ours: its finish goes out
-                    finish = None
+                if finishes:
+                    self._calls.finish_alone(finishes)  # the work was ours: its finish goes out
+                    finishes = []
                 if self._stopping():
                     return []
                 time.sleep(self._fence_wait)  # self-fenced until a heartbeat lands
                 continue
+            if reserved:
+                reserved, wakeable = capacity.cap(queue, reserved)
+                self._wake_all(wakeable)
             asked, reserved = reserved or capacity.reserve(queue), 0
             if asked == 0:
-                if finish is not None:
-                    self._finish_alone(finish)
+                if finishes:
+                    self._calls.finish_alone(finishes)
                 return []
             with self._lock:
                 self._refused.discard(queue)
             try:
-                accepted, processes, more = self._call(queue, finish, asked)
+                accepted, processes, more = self._calls.take(queue, finishes, asked)
             except LeaseLostError:  # the heartbeat re-registers us; try again then
                 self._wake_all(capacity.abandon(queue, asked))
-                if finish is not None:
-                    self._to_loop(self._dispatch.finish_alone, *finish)  # refused whole
-                    finish = None
+                for finish in finishes:  # refused whole: each is resent alone
+                    self._to_loop(self._dispatch.finish_alone, *finish)
+                finishes = []
                 time.sleep(self._fence_wait)
                 continue
             except Exception as error:  # Redis away (or a bug): never give up the queue
@@ -271,8 +311,7 @@ class Lanes:
                 time.sleep(outage.backoff())
                 continue
             outage.ok()
-            if finish is not None:
-                self._dispatch.acks.report_finish(queue, finish[1], accepted[0])
+            self._calls.report(finishes, accepted)
             hooks.on_dequeue(queue, asked, len(processes))
             self._wake_all(capacity.settle(queue, asked, len(processes)))
             if len(processes) < asked:
@@ -281,32 +320,6 @@ class Lanes:
                 if more or refused:  # jobs may be left, or a wake-up came meanwhile
                     self.wake(queue)
             return processes
-
-    def _call(
-        self, queue: str, finish: Finish | None, count: int
-    ) -> tuple[list[bool], list[Process], bool]:
-        drive, core = self._executor.drive, self._core
-        if queue in self._job_queues:
-            finishes: list[tuple[JobProcess, str, bytes]] = []
-            if finish is not None:
-                assert isinstance(finish[0], JobProcess)
-                finishes.append((finish[0], finish[2], finish[3]))
-            accepted, jobs, more = drive(core.take_jobs(queue, finishes, count))
-            return accepted, list(jobs), more
-        if finish is None:
-            return [], drive(core.dequeue(queue, count)), False
-        accepted, processes = drive(core.complete(queue, [finish[0]], count))
-        return accepted, processes, False
-
-    def _finish_alone(self, finish: Finish) -> None:
-        """Finish without a take; when Redis does not answer, the loop resends it."""
-        process, seconds = finish[0], finish[1]
-        try:
-            accepted, _, _ = self._call(process.queue, finish, 0)
-        except Exception:
-            self._to_loop(self._dispatch.finish_alone, *finish)
-            return
-        self._dispatch.acks.report_finish(process.queue, seconds, accepted[0])
 
     # -- bookkeeping ---------------------------------------------------------------
 

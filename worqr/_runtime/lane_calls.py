@@ -1,0 +1,66 @@
+"""The script calls of lanes (`lanes`): a take that carries finishes, and a
+finish sent alone, through the core's plans on a lane's sync connection."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .._clients.sync_exec import SyncExecutor
+from .._core import Core
+from .._jobs import JobProcess
+from .._process import Process
+from .dispatch import Dispatcher
+
+Finish = tuple[Process, float, str, bytes]
+"""A plain finish a lane carries into a take: the process, its seconds, its result."""
+
+
+class LaneCalls:
+    """``to_loop`` runs a function on the worker's loop (finishes that did not
+    land are resent there until Redis answers)."""
+
+    def __init__(
+        self,
+        core: Core,
+        executor: SyncExecutor,
+        job_queues: frozenset[str],
+        dispatch: Dispatcher,
+        to_loop: Callable[..., None],
+    ) -> None:
+        self._core = core
+        self._executor = executor
+        self._job_queues = job_queues
+        self._dispatch = dispatch
+        self._to_loop = to_loop
+
+    def take(
+        self, queue: str, finishes: list[Finish], count: int
+    ) -> tuple[list[bool], list[Process], bool]:
+        drive, core = self._executor.drive, self._core
+        if queue in self._job_queues:
+            jobs: list[tuple[JobProcess, str, bytes]] = []
+            for process, _, kind, data in finishes:
+                assert isinstance(process, JobProcess)
+                jobs.append((process, kind, data))
+            accepted, taken, more = drive(core.take_jobs(queue, jobs, count))
+            return accepted, list(taken), more
+        if not finishes:
+            return [], drive(core.dequeue(queue, count)), False
+        ended = [finish[0] for finish in finishes]
+        accepted, processes = drive(core.complete(queue, ended, count))
+        return accepted, processes, False
+
+    def finish_alone(self, finishes: list[Finish]) -> None:
+        """Finish without a take; when Redis does not answer, the loop resends them."""
+        try:
+            accepted, _, _ = self.take(finishes[0][0].queue, finishes, 0)
+        except Exception:
+            for finish in finishes:
+                self._to_loop(self._dispatch.finish_alone, *finish)
+            return
+        self.report(finishes, accepted)
+
+    def report(self, finishes: list[Finish], accepted: list[bool]) -> None:
+        report = self._dispatch.acks.report_finish
+        for (process, seconds, _, _), ok in zip(finishes, accepted, strict=True):
+            report(process.queue, seconds, ok)
