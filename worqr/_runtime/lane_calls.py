@@ -3,7 +3,10 @@ finish sent alone, through the core's plans on a lane's sync connection."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable
+from typing import Any
 
 from .._clients.sync_exec import SyncExecutor
 from .._core import Core
@@ -11,13 +14,15 @@ from .._jobs import JobProcess
 from .._process import Process
 from .dispatch import Dispatcher
 
+logger = logging.getLogger("worqr.worker")
+
 Finish = tuple[Process, float, str, bytes]
 """A plain finish a lane carries into a take: the process, its seconds, its result."""
 
 
 class LaneCalls:
-    """``to_loop`` runs a function on the worker's loop (finishes that did not
-    land are resent there until Redis answers)."""
+    """What lanes send, and what they hand to the worker's ``loop`` (finishes
+    that did not land are resent there until Redis answers)."""
 
     def __init__(
         self,
@@ -25,13 +30,13 @@ class LaneCalls:
         executor: SyncExecutor,
         job_queues: frozenset[str],
         dispatch: Dispatcher,
-        to_loop: Callable[..., None],
+        loop: asyncio.AbstractEventLoop,
     ) -> None:
         self._core = core
         self._executor = executor
         self._job_queues = job_queues
         self._dispatch = dispatch
-        self._to_loop = to_loop
+        self._loop = loop
 
     def take(
         self, queue: str, finishes: list[Finish], count: int
@@ -56,7 +61,7 @@ class LaneCalls:
             accepted, _, _ = self.take(finishes[0][0].queue, finishes, 0)
         except Exception:
             for finish in finishes:
-                self._to_loop(self._dispatch.finish_alone, *finish)
+                self.to_loop(self._dispatch.finish_alone, *finish)
             return
         self.report(finishes, accepted)
 
@@ -64,3 +69,12 @@ class LaneCalls:
         report = self._dispatch.acks.report_finish
         for (process, seconds, _, _), ok in zip(finishes, accepted, strict=True):
             report(process.queue, seconds, ok)
+
+    def to_loop(self, function: Callable[..., Any], *args: Any) -> None:
+        try:
+            self._loop.call_soon_threadsafe(function, *args)
+        except RuntimeError:  # the loop closed: deregistering gave the task back
+            logger.debug("worker loop closed; %s dropped", getattr(function, "__name__", function))
+
+    def close(self) -> None:
+        self._executor.redis.close()

@@ -10,6 +10,7 @@ from .._clients.sync_exec import SyncExecutor
 from .._core.calls import Subscribe
 from .capacity import Capacity
 from .dispatch import Dispatcher
+from .lane_calls import LaneCalls
 from .lanes import Lanes
 
 SUBSCRIBE_WAIT = 30.0  # seconds a lane waits for the loop to (re)subscribe a queue
@@ -50,14 +51,12 @@ def make_lanes(
         return None
     dispatch.lanes = True
     return Lanes(
-        client._core,
-        executor,
+        LaneCalls(client._core, executor, job_queues, dispatch, loop),
         loop=loop,
         size=size,
         dispatch=dispatch,
         capacity=capacity,
         hooks=dispatch.hooks,
-        job_queues=job_queues,
         stopping=stopping,
         lease_fresh=lambda: client.lease_fresh(),
         fence_wait=client.settings.heartbeat / 4,

@@ -29,8 +29,6 @@ from functools import partial
 from typing import Any
 
 from .._clients.outage import OutageLog
-from .._clients.sync_exec import SyncExecutor
-from .._core import Core
 from .._errors import LeaseLostError
 from .._hooks import Hooks
 from .._jobs import JobProcess
@@ -56,21 +54,18 @@ class Lanes:
 
     def __init__(
         self,
-        core: Core,
-        executor: SyncExecutor,
+        calls: LaneCalls,
         *,
         loop: asyncio.AbstractEventLoop,
         size: int,
         dispatch: Dispatcher,
         capacity: Capacity,
         hooks: Hooks,
-        job_queues: frozenset[str],
         stopping: Callable[[], bool],
         lease_fresh: Callable[[], bool],
         fence_wait: float,
     ) -> None:
-        self._executor = executor
-        self._calls = LaneCalls(core, executor, job_queues, dispatch, self._to_loop)
+        self._calls = calls
         self._loop = loop
         self._size = size
         self._dispatch = dispatch
@@ -128,7 +123,7 @@ class Lanes:
         (its finish then goes nowhere: deregistering gave its task back)."""
         for _ in self._threads:
             self._orders.put(_STOP)
-        self._executor.redis.close()
+        self._calls.close()
 
     # -- one lane ------------------------------------------------------------------
 
@@ -159,17 +154,17 @@ class Lanes:
         """Run one process; returns what the take carrying its finish brought."""
         dispatch, queue = self._dispatch, process.queue
         if self._stopping():  # taken as the worker stopped: deregistering returns it
-            self._release(queue)
+            self._wake_all(self._capacity.release(queue))
             return []
         if process.worker_id in dispatch.lost_ids:
             # Taken under an id whose lease is gone: the core returns it to the queue.
-            self._release(queue)
+            self._wake_all(self._capacity.release(queue))
             self._hooks.on_dropped(queue)
             return []
         spec = dispatch.specs[queue]
         job = process if isinstance(process, JobProcess) else None
         if job is not None and dispatch.jobs.timeout(job, spec) is not None:
-            self._to_loop(dispatch.start, process)  # its timer lives on the loop
+            self._calls.to_loop(dispatch.start, process)  # its timer lives on the loop
             return []
         end = HandlerEnd()
         running = Running(process, spec, ProcessContext(process), inner=end)
@@ -203,7 +198,7 @@ class Lanes:
         dispatch, process = self._dispatch, running.process
         finish = self._plain_finish(running)
         if finish is None:
-            self._to_loop(dispatch.settle_lane, running)
+            self._calls.to_loop(dispatch.settle_lane, running)
             return []
         if dispatch.running.pop(process.id, None) is not running:
             return []  # a shutdown that ran out of time gave its task back already
@@ -248,6 +243,15 @@ class Lanes:
                 finishes = [finish for finish, _ in deposits]
                 reserved = sum(slots for _, slots in deposits)
                 carried += len(deposits)
+        except BaseException:  # a bug: never leave finishes waiting for a call
+            with self._lock:
+                left = self._deposits.pop(queue, [])
+                self._calling.discard(queue)
+            for finish, _ in left:
+                self._calls.to_loop(self._dispatch.finish_alone, *finish)
+            self._wake_all(self._capacity.abandon(queue, sum(slots for _, slots in left)))
+            carried += len(left)
+            raise
         finally:
             for _ in range(carried):
                 self._idle_one()
@@ -301,7 +305,7 @@ class Lanes:
             except LeaseLostError:  # the heartbeat re-registers us; try again then
                 self._wake_all(capacity.abandon(queue, asked))
                 for finish in finishes:  # refused whole: each is resent alone
-                    self._to_loop(self._dispatch.finish_alone, *finish)
+                    self._calls.to_loop(self._dispatch.finish_alone, *finish)
                 finishes = []
                 time.sleep(self._fence_wait)
                 continue
@@ -323,9 +327,6 @@ class Lanes:
 
     # -- bookkeeping ---------------------------------------------------------------
 
-    def _release(self, queue: str) -> None:
-        self._wake_all(self._capacity.release(queue))
-
     def _wake_all(self, queues: list[str]) -> None:
         if not self._stopping():
             for queue in queues:
@@ -336,13 +337,7 @@ class Lanes:
             self._busy -= 1
             drained = self._drained if self._busy == 0 else None
         if drained is not None:
-            self._to_loop(_resolve, drained)
-
-    def _to_loop(self, function: Callable[..., Any], *args: Any) -> None:
-        try:
-            self._loop.call_soon_threadsafe(function, *args)
-        except RuntimeError:  # the loop closed: deregistering gave the task back
-            logger.debug("worker loop closed; %s dropped", getattr(function, "__name__", function))
+            self._calls.to_loop(_resolve, drained)
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
