@@ -154,9 +154,15 @@ def test_master_killed_mid_run_every_durable_enqueue_runs(
         wait_until(lambda: must_run <= done(), timeout=60, interval=0.1, message="all ran")
         drained = time.monotonic() - killed
         with worqr.Worqr(group.url(), settings=settings) as wq:
-            # Every worker is a live member of the mesh on the new master.
-            wait_until(lambda: len(wq.get_workers()) == 3, timeout=30, message="re-registered")
-            assert all(wq.workers_alive(wq.get_workers()))
+            # Every worker is a live member of the mesh on the new master. One
+            # sampled instant is not enough: after the failover a worker can be
+            # registered with an expired lease for a while (its heartbeat still
+            # backing off, then it re-registers and peers reap its old id).
+            def live_mesh() -> bool:
+                workers = wq.get_workers()
+                return len(workers) == 3 and all(wq.workers_alive(workers))
+
+            wait_until(live_mesh, timeout=30, message="3 live workers on the new master")
             # Nothing stays in process: a finish the failover dropped is noticed
             # (reconcile after the heartbeat gap, or the lease loss) and run again.
             wait_until(
