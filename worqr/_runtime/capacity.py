@@ -8,6 +8,10 @@ no free slot. Such a worker is not in the queue's idle set, so nobody will wake
 it: when a slot frees, the worker must pull from its starved queues itself. A
 queue whose last dequeue came back short is back in the idle set and needs no
 pull (that would be a wasted round trip per finished task).
+
+Lanes may *take ahead* (`set_ahead`): hold more processes than they run, so a
+lane that ends finds its next process waiting instead of a round trip. The
+extra slots never apply to a queue with a cap of its own.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ from collections.abc import Iterable, Mapping, Sequence
 class Capacity:
     """Slots of one worker.
 
-    Non-persistent processes share ``concurrency`` slots; persistent ones (which
-    never end by themselves) have only their queue's cap, so they cannot starve
-    the rest. Each queue is capped by ``limits`` (default ``concurrency``).
+    Non-persistent processes share ``concurrency`` slots (and the slots taken
+    ahead); persistent ones (which never end by themselves) have only their
+    queue's cap, so they cannot starve the rest. Each queue is capped by
+    ``limits`` (default ``concurrency``, and the slots taken ahead).
     Thread-safe: lanes (`lanes`) take and free slots from their own threads.
     """
 
@@ -40,6 +45,8 @@ class Capacity:
         self._position = {queue: i for i, queue in enumerate(self._order)}
         self._limits = {queue: limits.get(queue, concurrency) for queue in self._order}
         self._persistent = frozenset(persistent)
+        self._capped = frozenset(limits) | self._persistent  # never taken ahead
+        self._ahead = 0
         self._batch = batch
         self._held: Counter[str] = Counter()  # running + reserved, per queue
         self._shared = 0  # running + reserved of non-persistent queues
@@ -50,10 +57,17 @@ class Capacity:
         with self._lock:
             return self._free(queue)
 
+    def set_ahead(self, extra: int) -> None:
+        """Slots beyond ``concurrency`` that lanes may hold (0: none). Processes
+        held beyond a lowered limit keep their slots until they end."""
+        with self._lock:
+            self._ahead = extra
+
     def _free(self, queue: str) -> int:
-        free = self._limits[queue] - self._held[queue]
+        ahead = 0 if queue in self._capped else self._ahead
+        free = self._limits[queue] + ahead - self._held[queue]
         if queue not in self._persistent:
-            free = min(free, self.concurrency - self._shared)
+            free = min(free, self.concurrency + self._ahead - self._shared)
         return max(0, free)
 
     def held(self, queue: str) -> int:

@@ -39,6 +39,7 @@ def make_lanes(
     *,
     stopping: Callable[[], bool],
     size: int,
+    take_ahead: bool,
 ) -> Lanes | None:
     """Lanes when every handler is sync and none persistent (and the client can
     be copied for them); else None, and handlers run as the loop starts them."""
@@ -60,4 +61,5 @@ def make_lanes(
         stopping=stopping,
         lease_fresh=lambda: client.lease_fresh(),
         fence_wait=client.settings.heartbeat / 4,
+        take_ahead=take_ahead,
     )

@@ -8,6 +8,9 @@ returns costs no hop between threads, except the wake-up of an idle lane. Lanes
 that end while another lane's take of their queue is in flight leave their
 finishes to it (`_combine`): one call carries them all, and takes their next
 processes, as the puller batches the finishes of handlers that end together.
+Taken processes wait in one line, and every lane runs the oldest first; while
+handlers are short, lanes take ahead (`pace`), so a lane that ends finds its
+next process in the line instead of waiting for a round trip.
 
 The event loop keeps the rest: the heartbeat, pub/sub (`wake` orders an idle
 lane to take), the watcher and the fence (they stop lane handlers through
@@ -21,12 +24,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 from .._clients.outage import OutageLog
 from .._errors import LeaseLostError
@@ -38,11 +39,11 @@ from .context import ProcessContext, set_current
 from .dispatch import Dispatcher
 from .job_context import JobContext, set_current_job
 from .lane_calls import Finish, LaneCalls
+from .lane_orders import STOP, LaneOrders
+from .pace import HandlerPace
 from .running import HandlerEnd, Running, call_sync
 
 logger = logging.getLogger("worqr.worker")
-
-_STOP = object()
 
 
 class Lanes:
@@ -64,6 +65,7 @@ class Lanes:
         stopping: Callable[[], bool],
         lease_fresh: Callable[[], bool],
         fence_wait: float,
+        take_ahead: bool = False,
     ) -> None:
         self._calls = calls
         self._loop = loop
@@ -74,12 +76,13 @@ class Lanes:
         self._stopping = stopping
         self._lease_fresh = lease_fresh
         self._fence_wait = fence_wait
-        self._orders: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._orders = LaneOrders()
         self._lock = threading.Lock()  # the sets and dicts below, _busy, _drained
         self._ordered: set[str] = set()  # queues with a take order not picked up yet
         self._refused: set[str] = set()  # queues woken while no slot was free
         self._calling: set[str] = set()  # queues a lane carries finishes into a take of
         self._deposits: dict[str, list[tuple[Finish, int]]] = {}  # finishes (and slots) waiting
+        self._pace = HandlerPace(capacity, size) if take_ahead else None
         self._busy = 0  # handlers running on a lane, or their finish in flight
         self._drained: asyncio.Future[None] | None = None
         self._threads: list[threading.Thread] = []
@@ -122,7 +125,7 @@ class Lanes:
         """Lanes exit when idle; one still in its handler exits when it returns
         (its finish then goes nowhere: deregistering gave its task back)."""
         for _ in self._threads:
-            self._orders.put(_STOP)
+            self._orders.put(STOP)
         self._calls.close()
 
     # -- one lane ------------------------------------------------------------------
@@ -130,25 +133,22 @@ class Lanes:
     def _run(self) -> None:
         outage = OutageLog("take work")
         while True:
-            order = self._orders.get()
-            if order is _STOP:
+            order = self._orders.wait()
+            if order is STOP:
                 return
             try:
                 self._serve(order, outage)
             except Exception:  # a bug: logged; the lane lives on
                 logger.exception("a handler lane failed")
 
-    def _serve(self, order: str | Process, outage: OutageLog) -> None:
+    def _serve(self, order: object, outage: OutageLog) -> None:
         if isinstance(order, str):
             with self._lock:
                 self._ordered.discard(order)
-            processes = self._take(order, [], outage)
-        else:
-            processes = [order]  # handed over by a lane that took several: slot held
-        while processes:
-            for other in processes[1:]:
-                self._orders.put(other)
-            processes = self._work(processes[0], outage)
+            self._orders.line_up(self._take(order, [], outage), runs_one=True)
+        # The line is empty before a lane idles: nothing in it waits unseen.
+        while (process := self._orders.next()) is not None:
+            self._orders.line_up(self._work(process, outage), runs_one=True)
 
     def _work(self, process: Process, outage: OutageLog) -> list[Process]:
         """Run one process; returns what the take carrying its finish brought."""
@@ -200,6 +200,8 @@ class Lanes:
         if finish is None:
             self._calls.to_loop(dispatch.settle_lane, running)
             return []
+        if self._pace is not None:
+            self._pace.ended(finish[1])
         if dispatch.running.pop(process.id, None) is not running:
             return []  # a shutdown that ran out of time gave its task back already
         # The freed slot stays with this lane (no other take can grab it first):
@@ -238,8 +240,7 @@ class Lanes:
                         self._calling.discard(queue)
                 if not deposits:
                     return processes
-                for process in processes:
-                    self._orders.put(process)
+                self._orders.line_up(processes, runs_one=False)
                 finishes = [finish for finish, _ in deposits]
                 reserved = sum(slots for _, slots in deposits)
                 carried += len(deposits)

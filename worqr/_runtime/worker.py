@@ -226,6 +226,7 @@ class Worker(HandlerRegistry, Lifecycle):
             job_queues,
             stopping=self._is_stopping,
             size=settings.concurrency,
+            take_ahead=settings.take_ahead,
         )
         return client
 

@@ -1,0 +1,153 @@
+"""Taking ahead: lanes hold up to `concurrency` processes more than they run
+while handlers are short, run what they took oldest first, never take ahead
+for slow handlers or for a queue with its own limit, and give back what they
+hold when the worker stops."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import worqr
+from tests.support.waiting import wait_until
+from tests.support.workers import Runner, WorkerFactory
+from worqr._runtime.capacity import Capacity
+from worqr._runtime.pace import TAKE_AHEAD_BELOW, HandlerPace
+
+
+def held_by_worker(
+    client: worqr.Worqr, worker: worqr.Worker, queue: str, highest: list[int]
+) -> worqr.Worker:
+    """``worker`` with a handler on ``queue`` that notes, in ``highest``, the most
+    processes its worker held in Redis at any start."""
+
+    @worker.handler(queue)
+    def handle(task: str) -> None:
+        process = worqr.current_process()
+        held = client.count_worker_processes(queue, process.worker_id)
+        highest[0] = max(highest[0], held)
+
+    return worker
+
+
+def test_quick_handlers_take_ahead_up_to_twice_the_concurrency(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+) -> None:
+    highest = [0]
+    worker = held_by_worker(client, new_worker(concurrency=2), "q", highest)
+    client.enqueue_many("q", [str(i) for i in range(300)])
+    runner.start(worker)
+    wait_until(lambda: client.get_stats("q").get("finished") == 300)
+    assert 2 < highest[0] <= 4, highest
+
+
+def test_without_take_ahead_a_worker_holds_at_most_its_concurrency(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+) -> None:
+    highest = [0]
+    worker = held_by_worker(client, new_worker(concurrency=2, take_ahead=False), "q", highest)
+    client.enqueue_many("q", [str(i) for i in range(300)])
+    runner.start(worker)
+    wait_until(lambda: client.get_stats("q").get("finished") == 300)
+    assert highest[0] == 2
+
+
+def test_slow_handlers_never_take_ahead(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+) -> None:
+    highest = [0]
+    worker = new_worker(concurrency=2)
+
+    @worker.handler("q")
+    def handle(task: str) -> None:
+        held = client.count_worker_processes("q", worqr.current_process().worker_id)
+        highest[0] = max(highest[0], held)
+        time.sleep(TAKE_AHEAD_BELOW * 3)  # a handler slower than taking ahead is for
+
+    client.enqueue_many("q", [str(i) for i in range(40)])
+    runner.start(worker)
+    wait_until(lambda: client.get_stats("q").get("finished") == 40)
+    assert highest[0] == 2
+
+
+def test_a_queue_with_its_own_limit_is_never_taken_ahead(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+) -> None:
+    highest = [0]
+    worker = held_by_worker(client, new_worker(concurrency=4, queue_limits={"q": 2}), "q", highest)
+    client.enqueue_many("q", [str(i) for i in range(300)])
+    runner.start(worker)
+    wait_until(lambda: client.get_stats("q").get("finished") == 300)
+    assert highest[0] == 2
+
+
+def test_what_a_lane_took_ahead_runs_oldest_first(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+) -> None:
+    started: list[str] = []
+    worker = new_worker(concurrency=1)
+    worker.handler("q")(started.append)
+    client.enqueue_many("q", [f"{i:03d}" for i in range(200)])
+    runner.start(worker)
+    wait_until(lambda: len(started) == 200)
+    # One lane that holds two: a process taken ahead runs before the ones its
+    # next take brings, so the queue's order holds.
+    assert started == [f"{i:03d}" for i in range(200)]
+
+
+def test_a_stopping_worker_gives_back_what_it_took_ahead(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+) -> None:
+    ran: list[str] = []
+    enough = threading.Event()
+    worker = new_worker(concurrency=2)
+
+    @worker.handler("q")
+    def handle(task: str) -> None:
+        ran.append(task)
+        if len(ran) >= 100:
+            enough.set()
+
+    client.enqueue_many("q", [str(i) for i in range(5000)])
+    runner.start(worker)
+    assert enough.wait(30)
+    runner.stop(worker)
+    # Every task ran once or is queued again; none is held by anybody.
+    stats = client.get_stats("q")
+    assert client.count_tasks("q") + stats.get("finished", 0) == 5000
+    assert client.count_processes("q") == 0
+    assert len(ran) == len(set(ran)) == stats.get("finished", 0)
+
+
+def test_pace_takes_ahead_while_handlers_are_quick() -> None:
+    capacity = Capacity(["q"], concurrency=2, limits={})
+    pace = HandlerPace(capacity, extra=2)
+    assert capacity.free("q") == 2  # nothing timed yet: not ahead
+    pace.ended(0.0001)
+    assert capacity.free("q") == 4
+    pace.ended(TAKE_AHEAD_BELOW * 20)  # one slow handler stops it at once
+    assert capacity.free("q") == 2
+    for _ in range(60):  # a run of quick ones starts it again
+        pace.ended(0.0001)
+    assert pace.mean < TAKE_AHEAD_BELOW
+    assert capacity.free("q") == 4
+
+
+def test_slots_taken_ahead_skip_capped_and_persistent_queues() -> None:
+    capacity = Capacity(
+        ["free", "capped", "kept"], concurrency=3, limits={"capped": 1}, persistent=["kept"]
+    )
+    capacity.set_ahead(3)
+    assert capacity.free("free") == 6
+    assert capacity.free("capped") == 1
+    assert capacity.free("kept") == 3  # a persistent queue's cap: concurrency
+    assert capacity.reserve("free") == 6
+    assert capacity.free("capped") == 0  # the shared slots are all held
+    capacity.set_ahead(0)  # held beyond the lowered limit: kept until they end
+    capacity.settle("free", 6, 6)
+    assert capacity.free("free") == 0
+    for _ in range(3):
+        capacity.release("free")
+    assert capacity.free("free") == 0  # still 3 held: the plain concurrency
+    capacity.release("free")
+    assert capacity.free("free") == 1
