@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import worqr
+from tests.support.recorders import HookCounter
 from tests.support.timing import FAST
 from tests.support.waiting import wait_until
 from tests.support.workers import Runner, WorkerFactory
@@ -275,13 +276,17 @@ def test_self_fencing_stops_dequeuing_when_heartbeats_fail(
     runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:
     ran: list[str] = []
-    worker = new_worker()
+    recorder = HookCounter()
+    worker = new_worker(hooks=[recorder])
 
     @worker.handler("q")
     def handle(task: str) -> None:
         ran.append(task)
 
     runner.start(worker)
+    # The first take (joining finds the queue empty) has landed: a take sent
+    # before the fake gap below could otherwise find the task.
+    wait_until(lambda: any(entry[0] == "q" for entry in recorder.dequeues))
     inner = worker._client  # the running client, to fake a heartbeat gap
     assert inner is not None
     fresh: Callable[[], bool] = inner.lease_fresh
