@@ -1,12 +1,17 @@
-"""Taking ahead: lanes hold up to `concurrency` processes more than they run
-while handlers are short, run what they took oldest first, never take ahead
-for slow handlers or for a queue with its own limit, and give back what they
-hold when the worker stops."""
+"""Taking ahead: a worker holds up to `concurrency` processes more than it runs
+while handlers are short, runs what it took oldest first, never takes ahead
+for slow handlers or for a queue with its own limit, and gives back what it
+holds when it stops. Each worker test runs twice: sync handlers (lanes) and
+async ones (the loop's dispatcher)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
+from collections.abc import Callable
+
+import pytest
 
 import worqr
 from tests.support.waiting import wait_until
@@ -15,26 +20,56 @@ from worqr._runtime.capacity import Capacity
 from worqr._runtime.pace import TAKE_AHEAD_BELOW, HandlerPace
 
 
+@pytest.fixture(params=["lanes", "loop"])
+def path(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def on(worker: worqr.Worker, queue: str, path: str, body: Callable[[str], None]) -> None:
+    """``body`` as the handler of ``queue``: itself (sync, on lanes), or run in a
+    thread by an async handler (the loop's path)."""
+    if path == "lanes":
+        worker.handler(queue)(body)
+        return
+
+    @worker.handler(queue)
+    async def handle(task: str) -> None:
+        await asyncio.to_thread(body, task)
+
+
 def held_by_worker(
-    client: worqr.Worqr, worker: worqr.Worker, queue: str, highest: list[int]
+    client: worqr.Worqr, worker: worqr.Worker, queue: str, highest: list[int], path: str
 ) -> worqr.Worker:
     """``worker`` with a handler on ``queue`` that notes, in ``highest``, the most
     processes its worker held in Redis at any start."""
+    worker_id = [""]
 
-    @worker.handler(queue)
-    def handle(task: str) -> None:
-        process = worqr.current_process()
-        held = client.count_worker_processes(queue, process.worker_id)
+    def note(task: str) -> None:
+        held = client.count_worker_processes(queue, worker_id[0])
         highest[0] = max(highest[0], held)
+
+    if path == "lanes":
+
+        @worker.handler(queue)
+        def handle(task: str) -> None:
+            worker_id[0] = worqr.current_process().worker_id
+            note(task)
+
+    else:
+
+        @worker.handler(queue)
+        async def handle_async(task: str) -> None:
+            worker_id[0] = worqr.current_process().worker_id
+            await asyncio.to_thread(note, task)
 
     return worker
 
 
 def test_quick_handlers_take_ahead_up_to_twice_the_concurrency(
-    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
 ) -> None:
     highest = [0]
-    worker = held_by_worker(client, new_worker(concurrency=2), "q", highest)
+    worker = held_by_worker(client, new_worker(concurrency=2), "q", highest, path)
     client.enqueue_many("q", [str(i) for i in range(300)])
     runner.start(worker)
     wait_until(lambda: client.get_stats("q").get("finished") == 300)
@@ -42,10 +77,10 @@ def test_quick_handlers_take_ahead_up_to_twice_the_concurrency(
 
 
 def test_without_take_ahead_a_worker_holds_at_most_its_concurrency(
-    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
 ) -> None:
     highest = [0]
-    worker = held_by_worker(client, new_worker(concurrency=2, take_ahead=False), "q", highest)
+    worker = held_by_worker(client, new_worker(concurrency=2, take_ahead=False), "q", highest, path)
     client.enqueue_many("q", [str(i) for i in range(300)])
     runner.start(worker)
     wait_until(lambda: client.get_stats("q").get("finished") == 300)
@@ -53,16 +88,16 @@ def test_without_take_ahead_a_worker_holds_at_most_its_concurrency(
 
 
 def test_slow_handlers_never_take_ahead(
-    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
 ) -> None:
     highest = [0]
     worker = new_worker(concurrency=2)
 
-    @worker.handler("q")
     def handle(task: str) -> None:
-        held = client.count_worker_processes("q", worqr.current_process().worker_id)
-        highest[0] = max(highest[0], held)
+        highest[0] = max(highest[0], client.count_worker_processes("q", worker.worker_id or ""))
         time.sleep(TAKE_AHEAD_BELOW * 3)  # a handler slower than taking ahead is for
+
+    on(worker, "q", path, handle)
 
     client.enqueue_many("q", [str(i) for i in range(40)])
     runner.start(worker)
@@ -71,42 +106,54 @@ def test_slow_handlers_never_take_ahead(
 
 
 def test_a_queue_with_its_own_limit_is_never_taken_ahead(
-    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
 ) -> None:
     highest = [0]
-    worker = held_by_worker(client, new_worker(concurrency=4, queue_limits={"q": 2}), "q", highest)
+    worker = held_by_worker(
+        client, new_worker(concurrency=4, queue_limits={"q": 2}), "q", highest, path
+    )
     client.enqueue_many("q", [str(i) for i in range(300)])
     runner.start(worker)
     wait_until(lambda: client.get_stats("q").get("finished") == 300)
     assert highest[0] == 2
 
 
-def test_what_a_lane_took_ahead_runs_oldest_first(
-    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+def test_what_was_taken_ahead_runs_oldest_first(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
 ) -> None:
     started: list[str] = []
-    worker = new_worker(concurrency=1)
-    worker.handler("q")(started.append)
+    if path == "lanes":  # one lane: its starts are in order only if its line is
+        worker = new_worker(concurrency=1)
+        worker.handler("q")(started.append)
+    else:  # two at a time, four held: the loop starts them in its line's order
+        worker = new_worker(concurrency=2)
+
+        @worker.handler("q")
+        async def handle(task: str) -> None:
+            started.append(task)
+            await asyncio.sleep(0)
+
     client.enqueue_many("q", [f"{i:03d}" for i in range(200)])
     runner.start(worker)
     wait_until(lambda: len(started) == 200)
-    # One lane that holds two: a process taken ahead runs before the ones its
-    # next take brings, so the queue's order holds.
+    # A process taken ahead starts before the ones the next take brings, so the
+    # queue's order holds.
     assert started == [f"{i:03d}" for i in range(200)]
 
 
 def test_a_stopping_worker_gives_back_what_it_took_ahead(
-    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
 ) -> None:
     ran: list[str] = []
     enough = threading.Event()
     worker = new_worker(concurrency=2)
 
-    @worker.handler("q")
     def handle(task: str) -> None:
         ran.append(task)
         if len(ran) >= 100:
             enough.set()
+
+    on(worker, "q", path, handle)
 
     client.enqueue_many("q", [str(i) for i in range(5000)])
     runner.start(worker)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -18,6 +19,7 @@ from .capacity import Capacity
 from .context import ProcessContext
 from .job_context import JobContext
 from .job_outcomes import JobOutcomes
+from .pace import HandlerPace
 from .running import HandlerSpec, Outcome, Reason, Running, launch
 from .settings import WorkerSettings
 from .threads import HandlerThreads
@@ -61,10 +63,32 @@ class Dispatcher(Hooks):
         self._stopping = stopping
         self.lost_ids: set[str] = set()  # our former worker ids (their processes are peers')
         self.lanes = False  # sync handlers run on lanes: no puller carries finishes
+        self.pace: HandlerPace | None = None  # set when the loop's handlers take ahead
+        self._line: deque[Process] = deque()  # taken ahead, waiting to start: oldest first
+        self._counted: set[str] = set()  # running pids that count toward concurrency
 
     # -- starting ----------------------------------------------------------------
 
     def start(self, process: Process) -> None:
+        """Start a taken process's handler, or, when ``concurrency`` handlers run
+        (it was taken ahead), as soon as one of them ends."""
+        spec = self.specs[process.queue]
+        if not spec.persistent and len(self._counted) >= self.settings.concurrency:
+            self._line.append(process)
+            return
+        self._launch(process)
+
+    def _start_waiting(self) -> None:
+        """Processes taken ahead start as handlers end, oldest first; none once
+        the worker stops (deregistering gives them back)."""
+        while self._line and len(self._counted) < self.settings.concurrency:
+            process = self._line.popleft()
+            if self._stopping():
+                self._wake(self.capacity.release(process.queue))
+            else:
+                self._launch(process)
+
+    def _launch(self, process: Process) -> None:
         if process.worker_id in self.lost_ids:
             # Taken under an id whose lease is gone: the core returns it to the queue.
             self._wake(self.capacity.release(process.queue))
@@ -82,6 +106,8 @@ class Dispatcher(Hooks):
                 running.deadline = loop.call_later(timeout, self._timed_out, running)
         inner = running.inner = launch(running, loop, self.threads)
         self.running[process.id] = running
+        if not spec.persistent:
+            self._counted.add(process.id)
         self.hooks.on_started(process.queue)
         inner.add_done_callback(partial(self._ended, running))
         self._track(inner)  # a drain waits for the handler
@@ -127,6 +153,8 @@ class Dispatcher(Hooks):
         if self.lanes:
             return False
         process, seconds = running.process, running.seconds()
+        if self.pace is not None and not running.spec.persistent:
+            self.pace.ended(seconds)
         kind, data = "n", b""
         if isinstance(process, JobProcess):
             if self.jobs.has_progress(process):
@@ -159,7 +187,9 @@ class Dispatcher(Hooks):
         if self.running.get(running.process.id) is not running:
             return
         self.running.pop(running.process.id, None)
+        self._counted.discard(running.process.id)
         self._wake(self.capacity.release(running.process.queue))
+        self._start_waiting()
 
     async def _settle(self, running: Running) -> None:
         """Acknowledge the outcome of a process whose handler ended."""
@@ -277,9 +307,12 @@ class Dispatcher(Hooks):
         for running in list(self.running.values()):
             if self.running.pop(running.process.id, None) is not running:
                 continue  # a lane finished it meanwhile
+            self._counted.discard(running.process.id)
             stuck += not running.spec.is_async
             self.capacity.release(running.process.queue)
             self.hooks.on_retried(running.process.queue)
+        while self._line:  # taken ahead, never started
+            self.capacity.release(self._line.popleft().queue)
         if stuck:
             # Threads cannot be killed: the process exits when these handlers return.
             logger.warning(

@@ -30,6 +30,7 @@ from .job_outcomes import JobOutcomes
 from .lane_setup import make_lanes
 from .lanes import Lanes
 from .lifecycle import Lifecycle
+from .pace import HandlerPace
 from .pulling import Puller
 from .registry import HandlerRegistry
 from .running import Handler, Reason
@@ -228,6 +229,8 @@ class Worker(HandlerRegistry, Lifecycle):
             size=settings.concurrency,
             take_ahead=settings.take_ahead,
         )
+        if self._lanes is None and settings.take_ahead:  # the loop's handlers take ahead
+            self._dispatch.pace = HandlerPace(capacity, settings.concurrency)
         return client
 
     def _join_steps(self, client: AsyncWorqr) -> list[Callable[[], Awaitable[Any]]]:
