@@ -1,5 +1,6 @@
-"""Taking ahead: a worker holds up to `concurrency` processes more than it runs
-while handlers are short, runs what it took oldest first, never takes ahead
+"""Taking ahead: a worker holds up to three times `concurrency` processes more
+than it runs while handlers are short (fewer as they get longer, so none waits
+in the line much longer than `TAKE_AHEAD_BELOW`), runs what it took oldest first, never takes ahead
 for slow handlers or for a queue with its own limit, and gives back what it
 holds when it stops. Each worker test runs twice: sync handlers (lanes) and
 async ones (the loop's dispatcher)."""
@@ -17,7 +18,7 @@ import worqr
 from tests.support.waiting import wait_until
 from tests.support.workers import Runner, WorkerFactory
 from worqr._runtime.capacity import Capacity
-from worqr._runtime.pace import TAKE_AHEAD_BELOW, HandlerPace
+from worqr._runtime.pace import MOST_AHEAD, TAKE_AHEAD_BELOW, HandlerPace, ahead_factor
 
 
 @pytest.fixture(params=["lanes", "loop"])
@@ -65,7 +66,7 @@ def held_by_worker(
     return worker
 
 
-def test_quick_handlers_take_ahead_up_to_twice_the_concurrency(
+def test_quick_handlers_take_ahead_up_to_three_times_the_concurrency(
     runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
 ) -> None:
     highest = [0]
@@ -73,7 +74,7 @@ def test_quick_handlers_take_ahead_up_to_twice_the_concurrency(
     client.enqueue_many("q", [str(i) for i in range(300)])
     runner.start(worker)
     wait_until(lambda: client.get_stats("q").get("finished") == 300)
-    assert 2 < highest[0] <= 4, highest
+    assert 2 < highest[0] <= 2 + 2 * MOST_AHEAD, highest
 
 
 def test_without_take_ahead_a_worker_holds_at_most_its_concurrency(
@@ -166,18 +167,34 @@ def test_a_stopping_worker_gives_back_what_it_took_ahead(
     assert len(ran) == len(set(ran)) == stats.get("finished", 0)
 
 
+def test_the_slots_taken_ahead_shrink_as_handlers_get_longer() -> None:
+    # A process in the line waits about (factor x the mean handler time): never
+    # much more than TAKE_AHEAD_BELOW.
+    assert ahead_factor(0.00001) == MOST_AHEAD
+    for mean in (0.00001, 0.0005, 0.0008, 0.0012, 0.0019):
+        factor = ahead_factor(mean)
+        assert 1 <= factor <= MOST_AHEAD
+        assert factor * mean <= TAKE_AHEAD_BELOW
+        assert (factor + 1) * mean > TAKE_AHEAD_BELOW or factor == MOST_AHEAD
+    assert ahead_factor(TAKE_AHEAD_BELOW) == 0
+    assert ahead_factor(1.0) == 0
+
+
 def test_pace_takes_ahead_while_handlers_are_quick() -> None:
     capacity = Capacity(["q"], concurrency=2, limits={})
-    pace = HandlerPace(capacity, extra=2)
+    pace = HandlerPace(capacity, concurrency=2)
     assert capacity.free("q") == 2  # nothing timed yet: not ahead
-    pace.ended(0.0001)
+    pace.ended(0.0001)  # the mean is just under TAKE_AHEAD_BELOW: one more each
     assert capacity.free("q") == 4
+    for _ in range(60):  # a run of quick ones: the most
+        pace.ended(0.0001)
+    assert capacity.free("q") == 2 + 2 * MOST_AHEAD
     pace.ended(TAKE_AHEAD_BELOW * 20)  # one slow handler stops it at once
     assert capacity.free("q") == 2
-    for _ in range(60):  # a run of quick ones starts it again
+    for _ in range(60):  # and a run of quick ones starts it again
         pace.ended(0.0001)
     assert pace.mean < TAKE_AHEAD_BELOW
-    assert capacity.free("q") == 4
+    assert capacity.free("q") == 2 + 2 * MOST_AHEAD
 
 
 def test_slots_taken_ahead_skip_capped_and_persistent_queues() -> None:

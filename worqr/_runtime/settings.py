@@ -27,11 +27,13 @@ class WorkerSettings:
         batch: most tasks taken by one dequeue call; None takes the whole free
             capacity at once (fewest round trips). A smaller batch spreads a burst
             over more workers of the mesh.
-        take_ahead: the worker may hold up to ``concurrency`` processes more
-            than it runs while its handlers end within 2 ms on average, so a
-            handler that ends finds its next task waiting instead of a round
-            trip to Redis; they start oldest first. Never on a queue with its
-            own limit in ``queue_limits``, nor on persistent queues.
+        take_ahead: while its handlers end within 2 ms on average, the worker
+            may hold up to three times ``concurrency`` processes more than it
+            runs (fewer as handlers get longer: a process waits for a handler
+            about 2 ms at most), so a handler that ends finds its next task
+            waiting instead of a round trip to Redis; they start oldest first.
+            Never on a queue with its own limit in ``queue_limits``, nor on
+            persistent queues.
     """
 
     client: Settings = field(default_factory=Settings)
