@@ -17,7 +17,9 @@ import pytest
 import worqr
 from tests.support.waiting import wait_until
 from tests.support.workers import Runner, WorkerFactory
+from worqr._process import Process
 from worqr._runtime.capacity import Capacity
+from worqr._runtime.line import Line
 from worqr._runtime.pace import MOST_AHEAD, TAKE_AHEAD_BELOW, HandlerPace, ahead_factor
 
 
@@ -215,3 +217,19 @@ def test_slots_taken_ahead_skip_capped_and_persistent_queues() -> None:
     assert capacity.free("free") == 0  # still 3 held: the plain concurrency
     capacity.release("free")
     assert capacity.free("free") == 1
+
+
+def test_the_line_serves_queues_in_turn_each_oldest_first() -> None:
+    def process(queue: str, n: int) -> Process:
+        return Process(f"{queue}{n}", queue, "", b"", "w")
+
+    line = Line()
+    line.extend([process("a", i) for i in range(3)])
+    line.extend([process("b", 0)])
+    line.extend([process("a", 3), process("c", 0), process("b", 1)])
+    taken = []
+    while line:
+        taken.append(line.pop().id)
+    # A busy queue's take cannot hold the others back: one of its own, then
+    # one of each other queue's.
+    assert taken == ["a0", "b0", "c0", "a1", "b1", "a2", "a3"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -19,6 +18,7 @@ from .capacity import Capacity
 from .context import ProcessContext
 from .job_context import JobContext
 from .job_outcomes import JobOutcomes
+from .line import Line
 from .pace import HandlerPace
 from .running import HandlerSpec, Outcome, Reason, Running, launch
 from .settings import WorkerSettings
@@ -64,7 +64,7 @@ class Dispatcher(Hooks):
         self.lost_ids: set[str] = set()  # our former worker ids (their processes are peers')
         self.lanes = False  # sync handlers run on lanes: no puller carries finishes
         self.pace: HandlerPace | None = None  # set when the loop's handlers take ahead
-        self._line: deque[Process] = deque()  # taken ahead, waiting to start: oldest first
+        self._line = Line()  # taken ahead, waiting to start: oldest first, queues in turn
         self._counted: set[str] = set()  # running pids that count toward concurrency
 
     # -- starting ----------------------------------------------------------------
@@ -74,7 +74,7 @@ class Dispatcher(Hooks):
         (it was taken ahead), as soon as one of them ends."""
         spec = self.specs[process.queue]
         if not spec.persistent and len(self._counted) >= self.settings.concurrency:
-            self._line.append(process)
+            self._line.extend([process])
             return
         self._launch(process)
 
@@ -82,7 +82,7 @@ class Dispatcher(Hooks):
         """Processes taken ahead start as handlers end, oldest first; none once
         the worker stops (deregistering gives them back)."""
         while self._line and len(self._counted) < self.settings.concurrency:
-            process = self._line.popleft()
+            process = self._line.pop()
             if self._stopping():
                 self._wake(self.capacity.release(process.queue))
             else:
@@ -312,7 +312,7 @@ class Dispatcher(Hooks):
             self.capacity.release(running.process.queue)
             self.hooks.on_retried(running.process.queue)
         while self._line:  # taken ahead, never started
-            self.capacity.release(self._line.popleft().queue)
+            self.capacity.release(self._line.pop().queue)
         if stuck:
             # Threads cannot be killed: the process exits when these handlers return.
             logger.warning(

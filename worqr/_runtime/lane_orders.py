@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections import deque
 from typing import Any
 
 from .._process import Process
+from .line import Line
 
 STOP = object()
 READY = object()
@@ -23,7 +23,7 @@ class LaneOrders:
     def __init__(self) -> None:
         self._orders: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._line: deque[Process] = deque()  # taken, waiting for a lane: oldest first
+        self._line = Line()  # taken, waiting for a lane: oldest first, queues in turn
         self._idle = 0  # lanes waiting for an order
         self._called = 0  # READY orders not picked up yet
 
@@ -59,4 +59,4 @@ class LaneOrders:
     def next(self) -> Process | None:
         """The oldest process in the line, or None when it is empty."""
         with self._lock:
-            return self._line.popleft() if self._line else None
+            return self._line.pop() if self._line else None

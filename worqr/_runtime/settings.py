@@ -31,7 +31,8 @@ class WorkerSettings:
             may hold up to three times ``concurrency`` processes more than it
             runs (fewer as handlers get longer: a process waits for a handler
             about 2 ms at most), so a handler that ends finds its next task
-            waiting instead of a round trip to Redis; they start oldest first.
+            waiting instead of a round trip to Redis; each queue's tasks start
+            oldest first, and the queues take turns.
             Never on a queue with its own limit in ``queue_limits``, nor on
             persistent queues.
     """
