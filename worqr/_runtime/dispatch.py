@@ -79,8 +79,8 @@ class Dispatcher(Hooks):
         self._launch(process)
 
     def _start_waiting(self) -> None:
-        """Processes taken ahead start as handlers end, oldest first; none once
-        the worker stops (deregistering gives them back)."""
+        """Processes taken ahead start as handlers end, in the line's order;
+        none once the worker stops (deregistering gives them back)."""
         while self._line and len(self._counted) < self.settings.concurrency:
             process = self._line.pop()
             if self._stopping():

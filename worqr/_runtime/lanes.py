@@ -8,9 +8,9 @@ returns costs no hop between threads, except the wake-up of an idle lane. Lanes
 that end while another lane's take of their queue is in flight leave their
 finishes to it (`_combine`): one call carries them all, and takes their next
 processes, as the puller batches the finishes of handlers that end together.
-Taken processes wait in one line, and every lane runs the oldest first; while
-handlers are short, lanes take ahead (`pace`), so a lane that ends finds its
-next process in the line instead of waiting for a round trip.
+Taken processes wait in one line (`line`: each queue's oldest first, queues in
+turn); while handlers are short, lanes take ahead (`pace`), so a lane that ends
+finds its next process in the line instead of waiting for a round trip.
 
 The event loop keeps the rest: the heartbeat, pub/sub (`wake` orders an idle
 lane to take), the watcher and the fence (they stop lane handlers through
