@@ -89,7 +89,7 @@ def _add_worker(commands: Subcommands) -> None:
     parser.add_argument(
         "--concurrency",
         type=positive_int,
-        help="in-flight tasks per process (overrides the Worker)",
+        help="handlers running at once per process (overrides the Worker)",
     )
     add_connection_options(parser)
     parser.add_argument(

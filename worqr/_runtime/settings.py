@@ -17,7 +17,8 @@ class WorkerSettings:
 
     Attributes:
         client: the mesh client's settings (prefix, ttl, heartbeat, ...).
-        concurrency: most processes in flight at once (persistent ones excluded).
+        concurrency: most handlers running at once (persistent ones excluded);
+            taking ahead, a worker holds more processes than that.
         grace_period: seconds a graceful stop waits for running handlers before it
             returns their tasks to the front of their queues.
         queue_limits: optional caps of in-flight processes per queue. A persistent
