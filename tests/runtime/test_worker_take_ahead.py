@@ -68,26 +68,32 @@ def held_by_worker(
     return worker
 
 
-def test_quick_handlers_take_ahead_up_to_three_times_the_concurrency(
-    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
-) -> None:
+def most_held_in_a_drain(
+    runner: Runner, client: worqr.Worqr, worker: worqr.Worker, path: str
+) -> int:
+    """Drain 300 tasks of "q" with ``worker``; the most processes it held at any start."""
     highest = [0]
-    worker = held_by_worker(client, new_worker(concurrency=2), "q", highest, path)
+    held_by_worker(client, worker, "q", highest, path)
     client.enqueue_many("q", [str(i) for i in range(300)])
     runner.start(worker)
     wait_until(lambda: client.get_stats("q").get("finished") == 300)
-    assert 2 < highest[0] <= 2 + 2 * MOST_AHEAD, highest
+    return highest[0]
+
+
+def test_quick_handlers_take_ahead_up_to_three_times_the_concurrency(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
+) -> None:
+    highest = most_held_in_a_drain(runner, client, new_worker(concurrency=2), path)
+    assert 2 < highest <= 2 + 2 * MOST_AHEAD, highest
 
 
 def test_without_take_ahead_a_worker_holds_at_most_its_concurrency(
     runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
 ) -> None:
-    highest = [0]
-    worker = held_by_worker(client, new_worker(concurrency=2, take_ahead=False), "q", highest, path)
-    client.enqueue_many("q", [str(i) for i in range(300)])
-    runner.start(worker)
-    wait_until(lambda: client.get_stats("q").get("finished") == 300)
-    assert highest[0] == 2
+    highest = most_held_in_a_drain(
+        runner, client, new_worker(concurrency=2, take_ahead=False), path
+    )
+    assert highest == 2
 
 
 def test_slow_handlers_never_take_ahead(
@@ -111,14 +117,10 @@ def test_slow_handlers_never_take_ahead(
 def test_a_queue_with_its_own_limit_is_never_taken_ahead(
     runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
 ) -> None:
-    highest = [0]
-    worker = held_by_worker(
-        client, new_worker(concurrency=4, queue_limits={"q": 2}), "q", highest, path
+    highest = most_held_in_a_drain(
+        runner, client, new_worker(concurrency=4, queue_limits={"q": 2}), path
     )
-    client.enqueue_many("q", [str(i) for i in range(300)])
-    runner.start(worker)
-    wait_until(lambda: client.get_stats("q").get("finished") == 300)
-    assert highest[0] == 2
+    assert highest == 2
 
 
 def test_what_was_taken_ahead_runs_oldest_first(

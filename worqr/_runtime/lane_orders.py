@@ -57,6 +57,6 @@ class LaneOrders:
             self._orders.put(READY)
 
     def next(self) -> Process | None:
-        """The oldest process in the line, or None when it is empty."""
+        """The line's next process (`Line.pop`), or None when it is empty."""
         with self._lock:
             return self._line.pop() if self._line else None
