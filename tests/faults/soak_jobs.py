@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                 now = time.monotonic()
                 if now >= next_sample:
                     memory = int(admin.info("memory")["used_memory"])
-                    records = int(admin.hlen(records_key))
+                    records = int(admin.hlen(records_key)) // 2  # two fields each (lib/jobs)
                     samples.append(
                         (now - began, rss_kib(sentinel), memory, records, int(admin.dbsize()))
                     )

@@ -307,11 +307,11 @@ def test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh(
     keys = MeshKeys(prefix).queue("idle")
     wait_until(lambda: producer.count_jobs("idle")["finished"] == 0, timeout=3)
     wait_until(lambda: producer._job_counts("idle")["overdue"] == 1, timeout=3)  # due, waiting
-    assert redis_client.hlen(keys.jobs) == total + 1  # expired, but still held
+    assert redis_client.hlen(keys.jobs) == 2 * (total + 1)  # expired, but held: 2 fields each
 
     reaper, peer = make(start=True), make(start=True)
     reaper.reap()
-    assert redis_client.hlen(keys.jobs) == 1 and redis_client.hlen(keys.job_data) == 1
+    assert redis_client.hlen(keys.jobs) == 2 and redis_client.hlen(keys.job_data) == 1
     assert producer.get_job("idle", later.id).state == "queued"  # type: ignore[union-attr]
     assert producer.get_stats("idle")["purged"] == total
     assert redis_client.pttl(MeshKeys(prefix).upkeep) > 25_000

@@ -31,7 +31,7 @@ from .conftest import Running, fast_worker
 def fire_times(client: redis.Redis, prefix: str, queue: str, name: str) -> list[int]:
     """The fire times (ms) of the jobs the schedule created, from their ids."""
     head = f"cron:{name}:"
-    ids = [i.decode() for i in client.hkeys(f"{{{prefix}:{queue}}}:job")]
+    ids = [i.decode() for i in client.hkeys(f"{{{prefix}:{queue}}}:job:data")]
     return sorted(int(i[len(head) :]) for i in ids if i.startswith(head))
 
 

@@ -20,7 +20,6 @@ the test deletes its alive key, and `reap()` fails it.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from hypothesis.stateful import (
 )
 
 import worqr
+from worqr._core.job_record import HOT_SUFFIX, hot_field, merge_record
 from worqr._jobs import STATE_CODES, STATES, JobProcess
 from worqr._keys import MeshKeys
 
@@ -304,7 +304,13 @@ class JobMachine(RuleBasedStateMachine):
             return
         keys = MeshKeys(self.prefix).queue(QUEUE)
         raw = self.raw
-        records = {k.decode(): json.loads(v) for k, v in raw.hgetall(keys.jobs).items()}
+        fields = {k.decode(): v for k, v in raw.hgetall(keys.jobs).items()}
+        records = {
+            id: merge_record(value, fields.get(hot_field(id)))
+            for id, value in fields.items()
+            if not id.endswith(HOT_SUFFIX)
+        }
+        assert len(fields) == 2 * len(records)  # every record has both fields
         assert set(records) == set(self.jobs)
 
         def live(entries: list[bytes]) -> set[str]:  # entries of a record's current life

@@ -365,7 +365,7 @@ def test_every_dashboard_query_returns_data(tmp_path: Path, mesh: Mesh) -> None:
         fired = f'worqr_queue_events_total{{queue="{JOB_QUEUE}", event="cron_fired"}}'
         assert scalar(f"sum({fired})") >= 3
         with redis.Redis.from_url(mesh.url) as raw:
-            ids = raw.hkeys(f"{{{mesh.prefix}:{JOB_QUEUE}}}:job")
+            ids = raw.hkeys(f"{{{mesh.prefix}:{JOB_QUEUE}}}:job:data")
         times = sorted(int(i.rpartition(b":")[2]) for i in ids if i.startswith(b"cron:beat:"))
         assert all(b - a == 500 for a, b in itertools.pairwise(times)), times
         assert scalar(f"sum({fired})") <= len(times)

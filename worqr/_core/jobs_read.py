@@ -24,6 +24,7 @@ from . import job_scripts
 from .base import text
 from .calls import Listen, Pinned, Plan, Subscribe, Wait, command
 from .failures import checked_replies
+from .job_record import hot_field, merge_record
 from .relay import Relay
 
 MAX_PAGE = 1000
@@ -280,17 +281,19 @@ class JobReads(Relay):
         else:  # id#life: the life tells a live entry from a stale one
             wanted = [entry.rpartition("#") for entry in entries]
         ids = [id for id, _, _ in wanted]
-        records = yield command("HMGET", keys.jobs, *ids)
+        fields = [field for id in ids for field in (id, hot_field(id))]
+        both = yield command("HMGET", keys.jobs, *fields)
+        records = [(both[2 * k], both[2 * k + 1]) for k in range(len(ids))]
         payloads = yield command("HMGET", keys.job_data, *ids)
         results = yield command("HMGET", keys.job_result, *ids)
         progress = yield command("HMGET", keys.job_progress, *ids)
         jobs = []
-        for (id, _, life), raw, payload, result, value in zip(
+        for (id, _, life), (raw, hot), payload, result, value in zip(
             wanted, records, payloads, results, progress, strict=True
         ):
             if raw is None:
                 continue
-            record = json.loads(raw)
+            record = merge_record(raw, hot)
             if STATE_CODES[record["s"]] != state or (life and str(record["l"]) != life):
                 continue  # a tombstone, an older life, or it moved on meanwhile
             if record.get("X") is not None and record["X"] <= now_ms:

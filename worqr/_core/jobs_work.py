@@ -25,6 +25,7 @@ JobFinish = tuple[JobProcess, str, bytes]
 """A finish the worker carries: the process, the result type (s, b, n), the result."""
 
 REDRIVE_CHUNK = 200  # failed jobs given a new life per script call
+_RECORD = json.JSONDecoder()  # a take's hot path skips json.loads's checks
 
 
 class JobWork(Processes, ScheduleRefill):
@@ -119,13 +120,13 @@ class JobWork(Processes, ScheduleRefill):
         return int(flags[0]) in (1, 2)
 
     def _took_jobs(self, queue: str, worker: str, reply: list[Any], now: int) -> list[JobProcess]:
-        """The jobs a take returned: pid, entry, payload and the record (lib/jobs)
-        of each; ``now`` is the server's ms the take ran at."""
+        """The jobs a take returned: pid, entry, payload, the record's JSON field
+        (lib/jobs) and the attempt of each; ``now`` is the server's ms the take ran at."""
         jobs = []
         decode = self.settings.decode_tasks
-        for i in range(0, len(reply), 4):
+        for i in range(0, len(reply), 5):
             pid, entry, data = text(reply[i]), text(reply[i + 1]), reply[i + 2]
-            meta = json.loads(reply[i + 3])
+            meta = _RECORD.raw_decode(text(reply[i + 3]))[0]
             backoff = meta.get("B")
             timeout = meta.get("T")
             child_queues = meta.get("cq")
@@ -139,7 +140,7 @@ class JobWork(Processes, ScheduleRefill):
                     worker,
                     job_id=entry.rpartition("#")[0],
                     entry=entry,
-                    attempt=int(meta["a"]),
+                    attempt=int(reply[i + 4]),
                     failures=int(meta["f"]),
                     recoveries=int(meta["r"]),
                     waited=max(0, now - int(meta.get("v", now))) / 1000,

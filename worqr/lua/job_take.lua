@@ -44,9 +44,10 @@
 -- Reply: {finished, taken, more, refill, ops, now}. finished: one integer per finish,
 --   in order: 1 accepted, 0 fenced (the process no longer existed: failed over,
 --   cancelled, deleted), 2 already finished by this same pid (a resend). taken:
---   flat array, four per job: pid, entry, payload, the job's record as stored (JSON,
---   lib/jobs: a attempt, f failures, r recoveries, v available ms, R retries, B
---   backoff, T timeout ms; a flow parent's cq children's queues, cf failure policy).
+--   flat array, five per job: pid, entry, payload, the JSON field of the job's record
+--   (lib/jobs: f failures, r recoveries, v available ms, R retries, B backoff, T
+--   timeout ms; a flow parent's cq children's queues, cf failure policy), and this
+--   attempt's number.
 --   now: the server's ms this call ran at. more: 1 when the take
 --   stopped at the skip budget with jobs maybe left (call again). refill: cron
 --   schedules low on fire times, six fields each (name, version, cron, tz, last
@@ -104,10 +105,12 @@ J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox
 J.flow, J.waiting, J.flow_live = job_flow, job_waiting, job_flow_live
 
 
--- held(pid, entry) -> the four reply fields of a job this worker holds (a resend's reply)
+-- held(pid, entry) -> the five reply fields of a job this worker holds (a resend's reply)
 local function held(pid, entry)
   local id = split_entry(entry)
-  return pid, entry, redis.call('HGET', job_data, id) or '', redis.call('HGET', jobs, id) or '{}'
+  local raw = redis.call('HMGET', jobs, id, hot_field(id))
+  local hot = raw[2] and parse_hot(raw[2])
+  return pid, entry, redis.call('HGET', job_data, id) or '', raw[1] or '{}', hot and hot.a or 0
 end
 
 local resent = count > 0 and already_taken(processes, pid_prefix, 0)
@@ -125,24 +128,38 @@ local micros = now_us()  -- one clock reading: start times and the rate agree to
 local now = math.floor(micros / 1000)
 buffer_counters()  -- counts and stats: one HINCRBY per field at the end (flush_counters)
 
--- Finishes. The ended processes leave `owned` and `processes` in one call each, and
--- results are stored in one call, after the loop (a flow's job stores its result
--- first: its hop passes the result on).
+-- Finishes. The processes' entries and the jobs' hot fields are read in one call
+-- each; the ended processes leave `owned` and `processes` in one call each, and
+-- results and hot fields are stored in one call each, after the loop (a flow's
+-- job stores its result first: its hop passes the result on). A plain job (lib/jobs)
+-- ends on its hot fields alone; any other is loaded and saved whole.
 local finished = {}
 local done = 0
 local ended = {}
 local ended_now = {}  -- pid -> true: a pid sent twice in one call is a resend
-local stored, unstored = {}, {}
+local stored, unstored, hots, purges = {}, {}, {}, {}
+local pids, fields = {}, {}
 for i = first_finish, #ARGV, 4 do
+  pids[#pids + 1] = ARGV[i]
+  fields[#fields + 1] = hot_field(split_entry(ARGV[i + 1]))
+end
+local entries_now = #pids > 0 and redis.call('HMGET', processes, unpack(pids)) or {}
+local hots_now = #pids > 0 and redis.call('HMGET', jobs, unpack(fields)) or {}
+for k = 1, #pids do
+  local i = first_finish + 4 * (k - 1)
   local pid, entry, kind, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local id, life = split_entry(entry)
-  local record = load_job(jobs, id)
-  if ended_now[pid] or redis.call('HGET', processes, pid) ~= entry then
-    local again = record and record.l == life and record.s == 'f' and record.p == pid
+  local hot = hots_now[k] and parse_hot(hots_now[k])
+  if ended_now[pid] then
+    finished[#finished + 1] = 2
+  elseif entries_now[k] ~= entry then
+    local again = hot and hot.l == life and hot.s == 'f' and hot.p == pid
     finished[#finished + 1] = again and 2 or 0
   else
     ended_now[pid] = true
     ended[#ended + 1] = pid
+    local fast = hot and hot.plain == '1'
+    local record = fast and hot or load_job(jobs, id)
     if record.g then
       if kind == 'n' then
         redis.call('HDEL', job_result, id)
@@ -157,8 +174,15 @@ for i = first_finish, #ARGV, 4 do
     end
     record.y = kind
     record.E = nil
-    end_job(J, id, record, 'f', now, policy, publish)
-    save_job(jobs, id, record)
+    if fast then
+      purges[#purges + 1] = mark_ended(J, record, 'f', now, policy)
+      purges[#purges + 1] = id
+      hots[#hots + 1] = hot_field(id)
+      hots[#hots + 1] = format_hot(record, '1')
+    else
+      end_job(J, id, record, 'f', now, policy, publish)
+      save_job(jobs, id, record)
+    end
     done = done + 1
     finished[#finished + 1] = 1
   end
@@ -166,6 +190,10 @@ end
 if done > 0 then
   redis.call('ZREM', owned, unpack(ended))
   redis.call('HDEL', processes, unpack(ended))
+end
+if #hots > 0 then
+  redis.call('HSET', jobs, unpack(hots))
+  redis.call('ZADD', job_finished, unpack(purges))
 end
 if #stored > 0 then
   redis.call('HSET', job_result, unpack(stored))
@@ -180,8 +208,9 @@ if resent then
     local pid = pid_prefix .. i
     local entry = redis.call('HGET', processes, pid)
     if not entry then break end
-    local a, b, c, d = held(pid, entry)
-    taken[#taken + 1], taken[#taken + 2], taken[#taken + 3], taken[#taken + 4] = a, b, c, d
+    local a, b, c, d, e = held(pid, entry)
+    local n = #taken
+    taken[n + 1], taken[n + 2], taken[n + 3], taken[n + 4], taken[n + 5] = a, b, c, d, e
   end
   flush_counters()
   return {finished, taken, 0, {}, FLOW_OPS, now}
@@ -211,32 +240,32 @@ end
 local got = 0
 local skipped = 0
 local more = 0
-local records, spawned, taken_ids, taken_entries, taken_json = {}, {}, {}, {}, {}
+local records, spawned, taken_ids, taken_entries, taken_attempts = {}, {}, {}, {}, {}
 local taken_now = {}  -- id -> true: an id is taken once per call whatever the entries say
 while got < allowed and more == 0 do
   local entries = pop_ready_many(tasks, job_prio, allowed - got)
   if not entries then break end
-  local ids, lives = {}, {}
+  local ids, lives, fields = {}, {}, {}
   for k, entry in ipairs(entries) do
     ids[k], lives[k] = split_entry(entry)
+    fields[k] = hot_field(ids[k])
   end
-  local raws = redis.call('HMGET', jobs, unpack(ids))
+  local raws = redis.call('HMGET', jobs, unpack(fields))
   for k, entry in ipairs(entries) do
     local id = ids[k]
-    local record = raws[k] and cjson.decode(raws[k])
-    if record and record.l == lives[k] and record.s == 'q' and not taken_now[id] then
+    local hot = raws[k] and parse_hot(raws[k])
+    if hot and hot.l == lives[k] and hot.s == 'q' and not taken_now[id] then
       taken_now[id] = true
       got = got + 1
       local pid = pid_prefix .. got
       move(job_counts, 'q', 'a')
-      record.s = 'a'
-      record.a = record.a + 1
-      record.t = now
-      record.p = pid
-      local json = cjson.encode(record)
-      records[#records + 1], records[#records + 2] = id, json
+      hot.s = 'a'
+      hot.a = hot.a + 1
+      hot.t = now
+      hot.p = pid
+      records[#records + 1], records[#records + 2] = fields[k], format_hot(hot, hot.plain)
       spawned[#spawned + 1], spawned[#spawned + 2] = pid, entry
-      taken_ids[got], taken_entries[got], taken_json[got] = id, entry, json
+      taken_ids[got], taken_entries[got], taken_attempts[got] = id, entry, hot.a
     else
       -- A tombstone (cancelled while queued) or an entry of an older life.
       skipped = skipped + 1
@@ -257,9 +286,11 @@ if got > 0 then
   end
   redis.call('ZADD', owned, unpack(ranked))
   local payloads = redis.call('HMGET', job_data, unpack(taken_ids))
+  local colds = redis.call('HMGET', jobs, unpack(taken_ids))
   for k = 1, got do
-    taken[#taken + 1], taken[#taken + 2] = pid_prefix .. k, taken_entries[k]
-    taken[#taken + 1], taken[#taken + 2] = payloads[k] or '', taken_json[k]
+    local n = #taken
+    taken[n + 1], taken[n + 2], taken[n + 3] = pid_prefix .. k, taken_entries[k], payloads[k] or ''
+    taken[n + 4], taken[n + 5] = colds[k] or '{}', taken_attempts[k]
   end
 end
 stat(stats, 'started', got)

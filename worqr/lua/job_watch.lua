@@ -1,6 +1,6 @@
 -- job_watch: read one job: its record, payload, result and progress; optionally
 --   mark it watched, so the script that ends it publishes 'done:<id>'.
--- KEYS[1] jobs          hash  id -> record
+-- KEYS[1] jobs          hash  id -> record (lib/jobs)
 -- KEYS[2] job_data      hash  id -> payload
 -- KEYS[3] job_result    hash  id -> result
 -- KEYS[4] job_progress  hash  id -> last progress value
@@ -8,7 +8,7 @@
 -- ARGV[2] watch             '1': a waiter watches it (set only while it is live)
 -- ARGV[3] with_payload      '1': reply the payload too
 -- Reply: nil when there is no such job (or it is past its purge time); else
---   {record JSON, payload or false, result or false, progress or false, server ms}.
+--   {record JSON (both fields merged), payload or false, result or false, progress or false, server ms}.
 -- Errors: none.
 -- Events: none.
 --!include jobs
@@ -21,23 +21,22 @@ local watch = ARGV[2] == '1'
 local with_payload = ARGV[3] == '1'
 
 local now = now_ms()
-local raw = redis.call('HGET', jobs, id)
-if not raw then
+local record = load_job(jobs, id)
+if not record then
   return nil
 end
-local record = cjson.decode(raw)
 if record.X and record.X <= now then
   return nil  -- logically gone: retention is exact to the millisecond
 end
 if watch and LIVE[record.s] and not record.w then
   record.w = 1
-  raw = cjson.encode(record)
-  redis.call('HSET', jobs, id, raw)
+  save_job(jobs, id, record)
 end
 local payload = false
 if with_payload then
   payload = redis.call('HGET', job_data, id)
 end
 return {
-  raw, payload, redis.call('HGET', job_result, id), redis.call('HGET', job_progress, id), now,
+  cjson.encode(record), payload, redis.call('HGET', job_result, id),
+  redis.call('HGET', job_progress, id), now,
 }

@@ -1,5 +1,9 @@
 -- lib/jobs: job records, lives and counts.
--- A job's record is JSON in the `jobs` hash, with short keys:
+-- A job's record is two fields of the `jobs` hash: `id` holds JSON with short
+-- keys, and `id .. '\1'` (ids hold no control characters) its hot fields, the
+-- ones a take and a plain finish change, as one short string (format_hot): a
+-- worker's steady state parses and writes that string, never the JSON.
+-- The keys, hot or not:
 --   l life, s state (d delayed, q queued, a active, r retrying, w waiting for
 --   its children, f finished, x failed, c cancelled), n submit nonce, c created ms, v available ms (when it
 --   became, or becomes, ready), t last start ms, e ended ms, X purge-at ms,
@@ -10,6 +14,7 @@
 --   of a flow's jobs (lib/flow): g flow id, nx the chain's next steps, pq pi pl pn
 --   the parent's queue, id, life and this child's index, cn ch cf cq a parent's
 --   children: count, not yet reported, failure policy, their queues.
+--   Hot: s l a t e X y p.
 -- Entries in the ready list, the priority and time zsets and `processes` are
 -- `id#life`; lives come from the queue's job_seq and never repeat.
 
@@ -30,18 +35,84 @@ local function split_entry(entry)
   return id, tonumber(life)
 end
 
--- load_job(jobs, id) -> record table, or nil
-local function load_job(jobs, id)
-  local raw = redis.call('HGET', jobs, id)
-  if raw then
-    return cjson.decode(raw)
-  end
-  return nil
+-- hot_field(id) -> the `jobs` hash field of the job's hot fields
+local function hot_field(id)
+  return id .. '\1'
 end
 
--- save_job(jobs, id, record)
+local HOT = {s = true, l = true, a = true, t = true, e = true, X = true, y = true, p = true}
+
+-- plain(record) -> '1' when a finish needs no more than the hot fields: no
+--   result ttl, unique marker, waiter, flow or last error to act on
+local function plain(record)
+  if record.k or record.u or record.w or record.g or record.E then
+    return '0'
+  end
+  return '1'
+end
+
+local function digits(value)
+  if value == nil then
+    return ''
+  end
+  return string.format('%d', value)
+end
+
+-- format_hot(record, plain) -> 's<life>|a|t|e|X|y|plain|p' (p last: a pid may hold '|')
+local function format_hot(record, is_plain)
+  return record.s .. digits(record.l) .. '|' .. digits(record.a or 0) .. '|' .. digits(record.t)
+    .. '|' .. digits(record.e) .. '|' .. digits(record.X) .. '|' .. (record.y or '') .. '|'
+    .. is_plain .. '|' .. (record.p or '')
+end
+
+-- parse_hot(raw) -> the hot fields as a record table (and .plain), or nil
+local function parse_hot(raw)
+  local s, l, a, t, e, X, y, is_plain, p =
+    string.match(raw, '^(%a)(%d+)|(%d+)|(%d*)|(%d*)|(%d*)|(%a?)|([01])|(.*)$')
+  if not s then
+    return nil
+  end
+  return {
+    s = s, l = tonumber(l), a = tonumber(a), t = tonumber(t), e = tonumber(e),
+    X = tonumber(X), y = y ~= '' and y or nil, p = p ~= '' and p or nil, plain = is_plain,
+  }
+end
+
+-- save_hot(jobs, id, hot): write only the hot fields of a record whose other
+--   fields did not change (``hot`` as parse_hot made it)
+local function save_hot(jobs, id, hot)
+  redis.call('HSET', jobs, hot_field(id), format_hot(hot, hot.plain))
+end
+
+-- load_job(jobs, id) -> record table (both fields merged), or nil
+local function load_job(jobs, id)
+  local raw = redis.call('HMGET', jobs, id, hot_field(id))
+  if not raw[1] then
+    return nil
+  end
+  local record = cjson.decode(raw[1])
+  local hot = raw[2] and parse_hot(raw[2])
+  if hot then
+    for key, value in pairs(hot) do
+      if HOT[key] then
+        record[key] = value
+      end
+    end
+  end
+  return record
+end
+
+-- save_job(jobs, id, record): both fields
 local function save_job(jobs, id, record)
-  redis.call('HSET', jobs, id, cjson.encode(record))
+  local cold = {}
+  for key, value in pairs(record) do
+    if not HOT[key] then
+      cold[key] = value
+    end
+  end
+  redis.call(
+    'HSET', jobs, id, cjson.encode(cold), hot_field(id), format_hot(record, plain(record))
+  )
 end
 
 local STATE_NAMES = {

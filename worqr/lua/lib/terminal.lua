@@ -14,11 +14,9 @@ local function release_unique(unique, record, entry)
   end
 end
 
--- end_job(J, id, record, state, now, policy, publish): the job is `state` now (f,
--- x or c): its purge time, its terminal index, counts, stats, its unique marker
--- released, and a waiter told ('done:<id>' on notify, only when one watches).
--- The caller has taken it out of its previous index, and saves the record.
-local function end_job(J, id, record, state, now, policy, publish)
+-- mark_ended(J, record, state, now, policy) -> purge-at ms: the record, counts and
+--   stats say the job is `state` now (f, x or c); the caller indexes it
+local function mark_ended(J, record, state, now, policy)
   local ttl = policy[TTL[state]]
   if state == 'f' and record.k then
     ttl = record.k
@@ -28,8 +26,19 @@ local function end_job(J, id, record, state, now, policy, publish)
   record.s = state
   record.e = now
   record.X = purge_at
-  redis.call('ZADD', J[ENDED[state]], purge_at, id)
   stat(J.stats, ENDED[state], 1)
+  return purge_at
+end
+
+-- end_job(J, id, record, state, now, policy, publish): the job is `state` now (f,
+-- x or c): its purge time, its terminal index, counts, stats, its unique marker
+-- released, and a waiter told ('done:<id>' on notify, only when one watches).
+-- The caller has taken it out of its previous index, and saves the record.
+-- (A plain job, lib/jobs, has no marker, waiter or flow: a batch of them may be
+-- ended by mark_ended and indexed in one ZADD.)
+local function end_job(J, id, record, state, now, policy, publish)
+  local purge_at = mark_ended(J, record, state, now, policy)
+  redis.call('ZADD', J[ENDED[state]], purge_at, id)
   release_unique(J.unique, record, entry_of(id, record.l))
   if record.w then
     redis.call(publish, J.notify, 'done:' .. id)
@@ -41,7 +50,7 @@ end
 
 -- drop_job(J, id, state): forget a terminal job (its purge time came)
 local function drop_job(J, id, state)
-  redis.call('HDEL', J.jobs, id)
+  redis.call('HDEL', J.jobs, id, hot_field(id))
   redis.call('HDEL', J.data, id)
   redis.call('HDEL', J.result, id)
   redis.call('HDEL', J.progress, id)
