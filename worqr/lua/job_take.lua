@@ -145,41 +145,50 @@ for i = first_finish, #ARGV, 4 do
 end
 local entries_now = #pids > 0 and redis.call('HMGET', processes, unpack(pids)) or {}
 local hots_now = #pids > 0 and redis.call('HMGET', jobs, unpack(fields)) or {}
+local now_text = string.format('%d', now)
+local plain_purge = nil  -- every plain finish of this call has the same purge time
 for k = 1, #pids do
   local i = first_finish + 4 * (k - 1)
   local pid, entry, kind, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local id, life = split_entry(entry)
-  local hot = hots_now[k] and parse_hot(hots_now[k])
+  local id, life = string.match(entry, '^(.*)#(%d+)$')
+  local state, hot_life, kept, is_plain, hot_pid = nil, nil, nil, nil, nil
+  if hots_now[k] then
+    state, hot_life, kept, is_plain, hot_pid = hot_parts(hots_now[k])
+  end
   if ended_now[pid] then
     finished[#finished + 1] = 2
   elseif entries_now[k] ~= entry then
-    local again = hot and hot.l == life and hot.s == 'f' and hot.p == pid
+    local again = state == 'f' and hot_life == life and hot_pid == pid
     finished[#finished + 1] = again and 2 or 0
   else
     ended_now[pid] = true
     ended[#ended + 1] = pid
-    local fast = hot and hot.plain == '1'
-    local record = fast and hot or load_job(jobs, id)
-    if record.g then
+    if is_plain == '1' then  -- lib/jobs: no flow, so its result is stored after the loop
       if kind == 'n' then
-        redis.call('HDEL', job_result, id)
+        unstored[#unstored + 1] = id
       else
-        redis.call('HSET', job_result, id, value)
+        stored[#stored + 1], stored[#stored + 2] = id, value
       end
-    elseif kind == 'n' then
-      unstored[#unstored + 1] = id
-    else
-      stored[#stored + 1] = id
-      stored[#stored + 1] = value
-    end
-    record.y = kind
-    record.E = nil
-    if fast then
-      purges[#purges + 1] = mark_ended(J, record, 'f', now, policy)
-      purges[#purges + 1] = id
+      local purge_at = mark_ended(J, {s = state}, 'f', now, policy)
+      plain_purge = plain_purge or string.format('%d', purge_at)
+      purges[#purges + 1], purges[#purges + 2] = purge_at, id
       hots[#hots + 1] = hot_field(id)
-      hots[#hots + 1] = format_hot(record, '1')
+      hots[#hots + 1] = finished_hot(hot_life, kept, now_text, plain_purge, kind, hot_pid)
     else
+      local record = load_job(jobs, id)
+      if record.g then
+        if kind == 'n' then
+          redis.call('HDEL', job_result, id)
+        else
+          redis.call('HSET', job_result, id, value)
+        end
+      elseif kind == 'n' then
+        unstored[#unstored + 1] = id
+      else
+        stored[#stored + 1], stored[#stored + 2] = id, value
+      end
+      record.y = kind
+      record.E = nil
       end_job(J, id, record, 'f', now, policy, publish)
       save_job(jobs, id, record)
     end
@@ -247,25 +256,24 @@ while got < allowed and more == 0 do
   if not entries then break end
   local ids, lives, fields = {}, {}, {}
   for k, entry in ipairs(entries) do
-    ids[k], lives[k] = split_entry(entry)
+    ids[k], lives[k] = string.match(entry, '^(.*)#(%d+)$')
     fields[k] = hot_field(ids[k])
   end
   local raws = redis.call('HMGET', jobs, unpack(fields))
   for k, entry in ipairs(entries) do
     local id = ids[k]
-    local hot = raws[k] and parse_hot(raws[k])
-    if hot and hot.l == lives[k] and hot.s == 'q' and not taken_now[id] then
+    local pid = pid_prefix .. (got + 1)
+    local hot, attempt = nil, nil
+    if raws[k] and not taken_now[id] then
+      hot, attempt = started_hot(raws[k], lives[k], now_text, pid)
+    end
+    if hot then
       taken_now[id] = true
       got = got + 1
-      local pid = pid_prefix .. got
       move(job_counts, 'q', 'a')
-      hot.s = 'a'
-      hot.a = hot.a + 1
-      hot.t = now
-      hot.p = pid
-      records[#records + 1], records[#records + 2] = fields[k], format_hot(hot, hot.plain)
+      records[#records + 1], records[#records + 2] = fields[k], hot
       spawned[#spawned + 1], spawned[#spawned + 2] = pid, entry
-      taken_ids[got], taken_entries[got], taken_attempts[got] = id, entry, hot.a
+      taken_ids[got], taken_entries[got], taken_attempts[got] = id, entry, attempt
     else
       -- A tombstone (cancelled while queued) or an entry of an older life.
       skipped = skipped + 1

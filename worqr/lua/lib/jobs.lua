@@ -78,10 +78,31 @@ local function parse_hot(raw)
   }
 end
 
--- save_hot(jobs, id, hot): write only the hot fields of a record whose other
---   fields did not change (``hot`` as parse_hot made it)
-local function save_hot(jobs, id, hot)
-  redis.call('HSET', jobs, hot_field(id), format_hot(hot, hot.plain))
+-- The steady state's two edits of a hot string, without building a table. Lives
+-- are compared as text: `entry_of` and format_hot write the same digits.
+
+-- started_hot(raw, life, now_text, pid) -> the hot string of a queued job of
+--   this life (text) started now, and its attempt; nil when it is not that
+local function started_hot(raw, life, now_text, pid)
+  local l, a, kept = string.match(raw, '^q(%d+)|(%d+)|%d*|(%d*|%d*|%a?|[01]|)')
+  if l ~= life then
+    return nil
+  end
+  local attempt = tonumber(a) + 1
+  return 'a' .. l .. '|' .. string.format('%d', attempt) .. '|' .. now_text .. '|' .. kept .. pid,
+    attempt
+end
+
+-- hot_parts(raw) -> state, life (text), 'attempts|started', plain, pid
+local function hot_parts(raw)
+  return string.match(raw, '^(%a)(%d+)|(%d+|%d*)|%d*|%d*|%a?|([01])|(.*)$')
+end
+
+-- finished_hot(life, kept, ended, purge_at, kind, pid) -> the hot string of a
+--   plain job finished now (``kept`` the 'attempts|started' hot_parts gave)
+local function finished_hot(life, kept, ended_text, purge_text, kind, pid)
+  return 'f' .. life .. '|' .. kept .. '|' .. ended_text .. '|' .. purge_text .. '|' .. kind
+    .. '|1|' .. pid
 end
 
 -- load_job(jobs, id) -> record table (both fields merged), or nil
