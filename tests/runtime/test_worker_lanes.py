@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import contextvars
 import threading
+import uuid
+
+import redis
 
 import worqr
 from tests.support.recorders import HookCounter
 from tests.support.waiting import wait_until
 from tests.support.workers import Runner, WorkerFactory
+from worqr._clients.sync_exec import SyncExecutor
 from worqr._runtime.capacity import Capacity
+from worqr._runtime.lane_calls import LaneCalls
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")
 
@@ -140,3 +145,28 @@ def test_combined_reservations_are_cut_to_the_batch() -> None:
     assert capacity.cap("a", 4) == (2, ["b"])
     assert capacity.free("b") == 2
     assert capacity.cap("a", 2) == (2, [])
+
+
+def test_the_lanes_connection_closes_only_after_the_lanes_exit(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A worker that stops while a lane's call is in flight: the call ends
+    normally (before, the connection was closed under it and the lane logged a
+    failed take), and the connection closes once the lane has exited."""
+    name = f"lane-{uuid.uuid4().hex[:8]}"
+    twin = redis.Redis.from_url(redis_url, client_name=name)
+    calls = LaneCalls(None, SyncExecutor(twin, worqr.Settings()), frozenset(), None, None)  # type: ignore[arg-type]
+    got: list[object] = []
+    lane = threading.Thread(target=lambda: got.append(twin.blpop(name, timeout=20)))
+    lane.start()
+
+    def clients(command: str | None = None) -> list[dict[str, str]]:
+        found = [c for c in redis_client.client_list() if c["name"] == name]
+        return [c for c in found if command is None or c["cmd"] == command]
+
+    wait_until(lambda: clients("blpop"), message="the lane's call in flight")
+    calls.close_after([lane])  # as `Lanes.shutdown` does
+    redis_client.rpush(name, "x")
+    lane.join(20)
+    assert got == [(name.encode(), b"x")]  # answered, not cut off
+    wait_until(lambda: not clients(), message="the connection closed after the lane")

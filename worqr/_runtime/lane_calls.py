@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -78,3 +79,15 @@ class LaneCalls:
 
     def close(self) -> None:
         self._executor.redis.close()
+
+    def close_after(self, lanes: list[threading.Thread]) -> None:
+        """Close the connection once ``lanes`` have exited, from a thread of its
+        own: a take in flight as the worker stops ends normally instead of
+        failing on a connection closed under it."""
+
+        def close() -> None:
+            for lane in lanes:
+                lane.join()
+            self.close()
+
+        threading.Thread(target=close, name="worqr-lanes-close", daemon=True).start()

@@ -126,7 +126,7 @@ class Lanes:
         (its finish then goes nowhere: deregistering gave its task back)."""
         for _ in self._threads:
             self._orders.put(STOP)
-        self._calls.close()
+        self._calls.close_after(self._threads)
 
     # -- one lane ------------------------------------------------------------------
 
