@@ -138,19 +138,21 @@ local done = 0
 local ended = {}
 local ended_now = {}  -- pid -> true: a pid sent twice in one call is a resend
 local stored, unstored, hots, purges = {}, {}, {}, {}
-local pids, fields = {}, {}
+local pids, finish_ids, finish_lives, hot_fields = {}, {}, {}, {}
 for i = first_finish, #ARGV, 4 do
-  pids[#pids + 1] = ARGV[i]
-  fields[#fields + 1] = hot_field(split_entry(ARGV[i + 1]))
+  local k = #pids + 1
+  pids[k] = ARGV[i]
+  finish_ids[k], finish_lives[k] = entry_parts(ARGV[i + 1])
+  hot_fields[k] = hot_field(finish_ids[k])
 end
 local entries_now = #pids > 0 and redis.call('HMGET', processes, unpack(pids)) or {}
-local hots_now = #pids > 0 and redis.call('HMGET', jobs, unpack(fields)) or {}
+local hots_now = #pids > 0 and redis.call('HMGET', jobs, unpack(hot_fields)) or {}
 local now_text = string.format('%d', now)
 local plain_purge = nil  -- every plain finish of this call has the same purge time
 for k = 1, #pids do
   local i = first_finish + 4 * (k - 1)
   local pid, entry, kind, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local id, life = string.match(entry, '^(.*)#(%d+)$')
+  local id, life = finish_ids[k], finish_lives[k]
   local state, hot_life, kept, is_plain, hot_pid = nil, nil, nil, nil, nil
   if hots_now[k] then
     state, hot_life, kept, is_plain, hot_pid = hot_parts(hots_now[k])
@@ -256,7 +258,7 @@ while got < allowed and more == 0 do
   if not entries then break end
   local ids, lives, fields = {}, {}, {}
   for k, entry in ipairs(entries) do
-    ids[k], lives[k] = string.match(entry, '^(.*)#(%d+)$')
+    ids[k], lives[k] = entry_parts(entry)
     fields[k] = hot_field(ids[k])
   end
   local raws = redis.call('HMGET', jobs, unpack(fields))

@@ -29,9 +29,15 @@ local function entry_of(id, life)
   return id .. '#' .. life
 end
 
--- split_entry(entry) -> id, life (the last '#' separates them: ids may hold '#')
+-- entry_parts(entry) -> id, life as text (the last '#' separates them: ids may
+--   hold '#'); a hot string's life has the same digits
+local function entry_parts(entry)
+  return string.match(entry, '^(.*)#(%d+)$')
+end
+
+-- split_entry(entry) -> id, life
 local function split_entry(entry)
-  local id, life = string.match(entry, '^(.*)#(%d+)$')
+  local id, life = entry_parts(entry)
   return id, tonumber(life)
 end
 
