@@ -7,6 +7,7 @@ keys first (`QueueKeys.job_keys`), then its own; ``policy`` is the JSON of
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from .._keys import QueueKeys
 from .calls import Call
@@ -51,18 +52,7 @@ def job_take(
 ) -> Call:
     return Call(
         "job_take",
-        (
-            *keys.job_keys,
-            keys.processes,
-            keys.owned(worker),
-            keys.members,
-            keys.idle,
-            keys.seq,
-            keys.config,
-            keys.stats,
-            *keys.sched_keys,
-            *keys.flow_keys,
-        ),
+        _take_keys(keys, worker),
         (
             worker,
             pid_prefix,
@@ -73,6 +63,22 @@ def job_take(
             policy,
             *(field for finish in finishes for field in finish),
         ),
+    )
+
+
+@lru_cache(maxsize=4096)  # a worker's every take names the same 31 keys
+def _take_keys(keys: QueueKeys, worker: str) -> tuple[str, ...]:
+    return (
+        *keys.job_keys,
+        keys.processes,
+        keys.owned(worker),
+        keys.members,
+        keys.idle,
+        keys.seq,
+        keys.config,
+        keys.stats,
+        *keys.sched_keys,
+        *keys.flow_keys,
     )
 
 

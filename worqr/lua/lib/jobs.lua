@@ -193,6 +193,18 @@ local function counter(hash, field)
   return value + (fields and fields[field] or 0)
 end
 
+-- counters(hash, fields) -> their values in order, deferred increments included
+--   (one HMGET)
+local function counters(hash, fields)
+  local raw = redis.call('HMGET', hash, unpack(fields))
+  local pending = PENDING and PENDING[hash]
+  local values = {}
+  for i, field in ipairs(fields) do
+    values[i] = tonumber(raw[i] or '0') + (pending and pending[field] or 0)
+  end
+  return values
+end
+
 -- flush_counters(): write the deferred increments (in the order they came)
 local function flush_counters()
   if not PENDING then

@@ -62,33 +62,45 @@ end
 --   Expired terminal records first (their purge time passed), then, past
 --   max_retained terminal records, the earliest to expire among those that ended
 --   min_retention ago or more: memory stays bounded whatever the TTLs.
+--   The exact per-state counts (one HMGET) say which terminal indexes hold
+--   anything, so an empty one costs no command (most queues fail and cancel little).
 local function purge(J, now, budget, policy)
+  local states = {'f', 'x', 'c'}
+  local held = counters(J.counts, {STATE_NAMES.f, STATE_NAMES.x, STATE_NAMES.c})
   local purged = 0
-  for _, state in ipairs({'f', 'x', 'c'}) do
+  for i, state in ipairs(states) do
     if purged >= budget then break end
-    local due = redis.call('ZRANGEBYSCORE', J[ENDED[state]], '-inf', now, 'LIMIT', 0, budget - purged)
-    for _, id in ipairs(due) do
-      drop_job(J, id, state)
-      purged = purged + 1
+    if held[i] > 0 then
+      local due = redis.call(
+        'ZRANGEBYSCORE', J[ENDED[state]], '-inf', now, 'LIMIT', 0, budget - purged
+      )
+      for _, id in ipairs(due) do
+        drop_job(J, id, state)
+        purged = purged + 1
+      end
+      held[i] = held[i] - #due
     end
   end
   stat(J.stats, 'purged', purged)
   local capped = 0
-  local over = redis.call('ZCARD', J.finished) + redis.call('ZCARD', J.failed)
-    + redis.call('ZCARD', J.cancelled) - policy.max_retained
+  local over = held[1] + held[2] + held[3] - policy.max_retained
   while over > 0 and purged < budget do
-    local first, first_state, first_at = nil, nil, nil
-    for _, state in ipairs({'f', 'x', 'c'}) do
-      local head = redis.call('ZRANGE', J[ENDED[state]], 0, 0, 'WITHSCORES')
+    local first, first_index, first_at = nil, nil, nil
+    for i, state in ipairs(states) do
+      local head = held[i] > 0 and redis.call('ZRANGE', J[ENDED[state]], 0, 0, 'WITHSCORES') or {}
       if head[1] and (first_at == nil or tonumber(head[2]) < first_at) then
-        first, first_state, first_at = head[1], state, tonumber(head[2])
+        first, first_index, first_at = head[1], i, tonumber(head[2])
       end
+    end
+    if not first then
+      break
     end
     local record = load_job(J.jobs, first)
     if record and record.e and record.e + policy.min_retention > now then
       break
     end
-    drop_job(J, first, first_state)
+    drop_job(J, first, states[first_index])
+    held[first_index] = held[first_index] - 1
     purged = purged + 1
     capped = capped + 1
     over = over - 1
