@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -285,5 +286,36 @@ def test_a_finished_job_is_read_over_http_as_the_library_reads_it(
             job.ended,
         )
         assert "result" not in record  # results: from the result route, or --show-payloads
+
+    api(scenario)
+
+
+def test_names_holding_a_slash_or_a_percent_work_in_every_path(api: ApiRunner) -> None:
+    """Names are data: a queue or id holding '/' is sent as %2F (as `Location`
+    gives it) and reaches the queue of that exact name; '%2F' in a name is '%252F'."""
+    queue, id = "team/a%b é", "order/7%x"
+    path = f"/v1/queues/{quote(queue, safe='')}"
+
+    async def scenario(api: Api) -> None:
+        answer = await api.http.post(f"{path}/jobs", json={"payload": "p", "id": id})
+        assert answer.status_code == 201, answer.text
+        location = answer.headers["location"]
+        assert location == f"{path}/jobs/{quote(id, safe='')}"
+        status = await api.http.get(location)
+        assert status.status_code == 200, status.text
+        assert (status.json()["queue"], status.json()["id"]) == (queue, id)
+        listed = await api.http.get(f"{path}/jobs", params={"state": "queued"})
+        assert [job["id"] for job in listed.json()["jobs"]] == [id]
+        assert (await api.http.delete(location)).json() == {"id": id, "state": "cancelled"}
+        retried = await api.http.post(f"{location}/retry")
+        assert retried.json() == {"id": id, "state": "queued"}
+        assert (await api.client.get_job(queue, id)).state == "queued"  # type: ignore[union-attr]
+        limits = await api.http.put(f"{path}/limits", json={"max_active": 3})
+        assert limits.status_code == 200 and limits.json()["max_active"] == 3
+        # A name holding the characters "%2F" is another queue than one holding "/".
+        literal = await api.http.post("/v1/queues/a%252Fb/tasks", json={"task": "t"})
+        assert literal.status_code == 201, literal.text
+        assert await api.client.count_tasks("a%2Fb") == 1
+        assert await api.client.count_tasks("a/b") == 0
 
     api(scenario)

@@ -92,6 +92,10 @@ def test_the_server_answers_over_tcp_streams_events_and_stops_on_sigterm(
             assert ref.status_code == 201
             done = http.get(f"/v1/queues/work/jobs/{ref.json()['id']}/result?wait=10")
             assert done.json()["result"] == SECRET
+            # A name holding '/' goes through uvicorn's path decoding too (as %2F).
+            slashed = http.post("/v1/queues/team%2Fa/jobs", json={"payload": "p", "id": "x/1"})
+            assert slashed.headers["location"] == "/v1/queues/team%2Fa/jobs/x%2F1"
+            assert http.get(slashed.headers["location"]).json()["queue"] == "team/a"
             # Keep-alive responses are not held back by Nagle against delayed
             # ACKs (~40 ms each when the listening socket did not say TCP).
             times = []

@@ -35,6 +35,7 @@ from . import jobs, limits, queues
 from .config import DEFAULT_MAX_BODY_BYTES, EVENTS_INTERVAL, HttpConfig
 from .errors import EXCEPTION_HANDLERS
 from .openapi import openapi
+from .paths import EncodedSlashes
 from .security import Guard
 
 
@@ -68,7 +69,10 @@ def create_app(
         *extra_routes,
     ]
     guard = Middleware(Guard, config=config, trusted_hosts=trusted_hosts)
-    app = Starlette(routes=routes, middleware=[guard], exception_handlers=EXCEPTION_HANDLERS)
+    slashes = Middleware(EncodedSlashes)  # names holding '/' (sent as %2F) route
+    app = Starlette(
+        routes=routes, middleware=[guard, slashes], exception_handlers=EXCEPTION_HANDLERS
+    )
     app.state.config = config
     app.state.client = client
     app.state.token = token

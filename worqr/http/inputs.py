@@ -16,18 +16,19 @@ from starlette.requests import Request
 from .._jobs import validate_job_id
 from .._keys import validate_name
 from .errors import bad_request
+from .paths import path_name
 
 
 def queue_of(request: Request) -> str:
     try:
-        return validate_name(request.path_params["queue"], "queue name")
+        return validate_name(path_name(request, "queue"), "queue name")
     except (TypeError, ValueError) as error:
         raise bad_request("invalid_queue_name", str(error)) from None
 
 
 def job_id_of(request: Request) -> str:
     try:
-        return validate_job_id(request.path_params["id"])
+        return validate_job_id(path_name(request, "id"))
     except (TypeError, ValueError) as error:
         raise bad_request("invalid_job_id", str(error)) from None
 

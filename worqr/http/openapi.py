@@ -44,8 +44,10 @@ def _param(name: str, where: str, schema: Schema, description: str, required: bo
     }
 
 
-QUEUE = _param("queue", "path", {"type": "string"}, "queue name (no '{', '}' or '/')", True)
-JOB_ID = _param("id", "path", {"type": "string"}, "job id", True)
+QUEUE = _param(
+    "queue", "path", {"type": "string"}, "queue name, percent-encoded ('/' as %2F)", True
+)
+JOB_ID = _param("id", "path", {"type": "string"}, "job id, percent-encoded ('/' as %2F)", True)
 LIMIT = _param(
     "limit", "query", {"type": "integer", "minimum": 1, "maximum": 1000}, "page size", False
 )
