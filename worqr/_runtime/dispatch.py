@@ -74,7 +74,7 @@ class Dispatcher(Hooks):
         (it was taken ahead), as soon as one of them ends."""
         spec = self.specs[process.queue]
         if not spec.persistent and len(self._counted) >= self.settings.concurrency:
-            self._line.extend([process])
+            self._line.append(process)
             return
         self._launch(process)
 

@@ -18,12 +18,15 @@ class Line:
     def __bool__(self) -> bool:
         return bool(self._queues)
 
+    def append(self, process: Process) -> None:
+        waiting = self._queues.get(process.queue)
+        if waiting is None:
+            waiting = self._queues[process.queue] = deque()
+        waiting.append(process)
+
     def extend(self, processes: list[Process]) -> None:
         for process in processes:
-            waiting = self._queues.get(process.queue)
-            if waiting is None:
-                waiting = self._queues[process.queue] = deque()
-            waiting.append(process)
+            self.append(process)
 
     def pop(self) -> Process:
         """The oldest process of the queue whose turn it is; that queue's turn
