@@ -14,6 +14,7 @@ import redis
 
 import worqr
 from tests.support.waiting import wait_until
+from worqr._core import produce
 from worqr._jobs import STATES, JobProcess
 from worqr._keys import MeshKeys
 
@@ -50,6 +51,33 @@ def test_a_finished_job_stores_its_result_with_its_type(make: Make) -> None:
     assert info is not None and info.state == "finished" and info.result == "héllo"
     assert info.started is not None and info.ended is not None and info.started <= info.ended
     assert producer.count_jobs("q") == counts(finished=3)
+
+
+def test_cancel_by_payload_pages_through_the_queue_and_cancels_each_live_copy_once(
+    make: Make, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cancel_tasks` on a job queue scans the payloads a bounded page per script
+    call (a queue may retain millions of jobs): every live copy ends cancelled,
+    over many pages, and nothing else changes."""
+    monkeypatch.setattr(produce, "CANCEL_SCAN_PAGE", 40)
+    producer, worker = make(), make(start=True)
+    refs = producer.submit_many("q", [f"other-{i}" for i in range(600)])
+    delayed = producer.submit("q", "drop", delay=60)
+    [active] = [p for p in take(worker, count=1)]
+    copies = producer.submit_many("q", ["drop"] * 5)
+    done = producer.submit("q", "drop", priority=9)
+    [finished] = take(worker, count=1)
+    assert finished.job_id == done.id and finish(worker, finished)
+    calls_before = redis_client.info("commandstats")["cmdstat_evalsha"]["calls"]
+    assert producer.cancel_tasks("q", "drop") == 6  # the delayed one and the 5 queued
+    calls = redis_client.info("commandstats")["cmdstat_evalsha"]["calls"] - calls_before
+    assert calls >= 600 // 40 // 2  # page by page, not the whole hash in one call
+    for ref in (delayed, *copies):
+        assert producer.get_job("q", ref.id).state == "cancelled"  # type: ignore[union-attr]
+    assert producer.get_job("q", done.id).state == "finished"  # type: ignore[union-attr]
+    assert producer.cancel_tasks("q", "drop") == 0  # nothing live is left to cancel
+    assert producer.count_jobs("q") == counts(queued=599, active=1, finished=1, cancelled=6)
+    assert active.job_id == refs[0].id  # the other payloads are untouched
 
 
 def test_a_finish_is_fenced_and_counted_once(

@@ -164,11 +164,14 @@ def job_cancel(keys: QueueKeys, id: str, nonce: str, *, publish: str, policy: st
     )
 
 
-def job_cancel_payload(keys: QueueKeys, payload: bytes, *, publish: str, policy: str) -> Call:
+def job_cancel_payload(
+    keys: QueueKeys, payload: bytes, *, cursor: str, page: int, publish: str, policy: str
+) -> Call:
+    # One page of a scan: the caller goes on from the cursor replied until "0".
     return Call(
         "job_cancel_payload",
         (*keys.job_keys, keys.processes, keys.stats, *keys.flow_keys),
-        (payload, keys.events, publish, keys.notify, policy),
+        (payload, keys.events, publish, keys.notify, policy, cursor, page),
     )
 
 

@@ -17,11 +17,13 @@ from .._errors import (
 )
 from .._keys import QueueKeys
 from . import job_scripts, scripts
+from .base import text
 from .calls import Call, Pinned, Plan, command
 from .lua import source, translate
 from .relay import Relay
 
 ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
+CANCEL_SCAN_PAGE = 1000  # job payloads a cancel by payload looks at per script call
 REGISTRY_REFRESH = 30.0  # seconds between re-adding a queue to the registry
 
 
@@ -151,15 +153,29 @@ class Producing(Relay):
         data = self.encode_task(task)
         publish = yield from self.publish_command()
         if (yield from self.kind_of(queue)) == "jobs":
-            call = job_scripts.job_cancel_payload(
-                keys, data, publish=publish, policy=self.settings.jobs.policy
-            )
-            reply = yield call
-            yield from self.relay_written(queue, reply[1])
-            return int(reply[0])
+            return (yield from self._cancel_jobs_by_payload(queue, data, publish))
         try:
             reply = yield scripts.cancel(keys, data, publish=publish)
         except WrongQueueKindError:
             self._kinds[queue] = "jobs"  # it became one since we last looked
             return (yield from self.cancel_tasks(queue, task))
         return int(reply[0]) + len(reply) - 1
+
+    def _cancel_jobs_by_payload(self, queue: str, data: bytes, publish: str) -> Plan[int]:
+        """A scan of the queue's payloads, a bounded script call per page (a
+        queue may retain millions of jobs); a job submitted meanwhile may be missed."""
+        keys, cancelled, cursor = self.queue_keys(queue), 0, "0"
+        while True:
+            reply = yield job_scripts.job_cancel_payload(
+                keys,
+                data,
+                cursor=cursor,
+                page=CANCEL_SCAN_PAGE,
+                publish=publish,
+                policy=self.settings.jobs.policy,
+            )
+            yield from self.relay_written(queue, reply[1])
+            cancelled += int(reply[0])
+            cursor = text(reply[2])
+            if cursor == "0":
+                return cancelled

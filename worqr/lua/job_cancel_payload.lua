@@ -1,6 +1,8 @@
--- job_cancel_payload: cancel every live job of a queue whose payload is exactly
---   the one given (the task queues' cancel by payload, on a job queue).
--- Cost: O(jobs retained in the queue); not a hot-path operation.
+-- job_cancel_payload: cancel the live jobs of a queue whose payload is exactly
+--   the one given (the task queues' cancel by payload, on a job queue), in one
+--   page of a scan of the payloads: the caller calls again with the cursor
+--   replied until it is '0' (a job present through the whole scan is seen).
+-- Cost: O(page); the whole scan is O(jobs retained), one bounded call per page.
 -- KEYS[1] tasks          list    ready entries at priority 0; the right end is the front
 -- KEYS[2] job_prio       zset    ready entries with a priority
 -- KEYS[3] job_seq        string  lives and priority order
@@ -29,9 +31,13 @@
 -- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[4] notify            the queue's channel for waiters
 -- ARGV[5] policy            JSON: retention and budgets in ms (JobSettings.policy)
--- Reply: {cancelled, ops, pid1, pid2, ...}: how many jobs; ops three per outbox
---   operation the cancelled flow jobs wrote (lib/flow), which the caller relays
---   at once; the processes of the active ones among them.
+-- ARGV[6] cursor            where the scan goes on ('0': from the start)
+-- ARGV[7] page              payloads to look at in this call (HSCAN's COUNT, >= 1)
+-- Reply: {cancelled, ops, cursor, pid1, pid2, ...}: how many jobs; ops three per
+--   outbox operation the cancelled flow jobs wrote (lib/flow), which the caller
+--   relays at once; the cursor of the next page ('0': the scan is over); the
+--   processes of the active ones among them.
+--   Resending a call cancels nothing twice (a cancelled job is no longer live).
 -- Errors: none.
 -- Events: 'cancel:<pid>' on events per active job; 'done:<id>' on notify per job
 --   someone waits for.
@@ -62,18 +68,14 @@ J.flow, J.waiting, J.flow_live = job_flow, job_waiting, job_flow_live
 
 local now = now_ms()
 local matching = {}
-local cursor = '0'
-repeat
-  local page = redis.call('HSCAN', job_data, cursor, 'COUNT', 1000)
-  cursor = page[1]
-  for i = 1, #page[2], 2 do
-    if page[2][i + 1] == payload then
-      matching[#matching + 1] = page[2][i]
-    end
+local page = redis.call('HSCAN', job_data, ARGV[6], 'COUNT', tonumber(ARGV[7]))
+for i = 1, #page[2], 2 do
+  if page[2][i + 1] == payload then
+    matching[#matching + 1] = page[2][i]
   end
-until cursor == '0'
+end
 
-local reply = {0, FLOW_OPS}
+local reply = {0, FLOW_OPS, page[1]}
 for _, id in ipairs(matching) do
   local record = load_job(jobs, id)
   if record and LIVE[record.s] then
