@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -190,7 +191,9 @@ def test_async_result_on_the_cluster(
     worker = make(start=True)
 
     async def main() -> None:
-        async with worqr.AsyncWorqr(redis_cluster_url, prefix=prefix, cluster=True) as producer:
+        # poll_interval 30 s: only the done message can end the wait soon.
+        settings = worqr.Settings(prefix=prefix, poll_interval=30.0)
+        async with worqr.AsyncWorqr(redis_cluster_url, settings=settings, cluster=True) as producer:
             ref = await producer.submit("waited", "x")
             waiting = asyncio.create_task(producer.result("waited", ref.id, timeout=10))
             await async_wait_until(
@@ -202,7 +205,9 @@ def test_async_result_on_the_cluster(
                 _, [process], _ = worker._take_jobs("waited", [], 1)
                 worker._take_jobs("waited", [(process, "s", b"done")], 0)
 
+            started = time.monotonic()
             await asyncio.to_thread(finish)
             assert await waiting == "done"
+            assert time.monotonic() - started < 1.0
 
     asyncio.run(main())

@@ -229,12 +229,14 @@ def test_result_times_out_and_reads_once_with_timeout_zero(make: Make) -> None:
 def test_async_result_waits_too(
     make: Make, redis_client: redis.Redis, redis_url: str, prefix: str
 ) -> None:
+    """poll_interval is 30 s here: only the done message can end the wait soon."""
     import asyncio
 
     worker = make(start=True)
+    settings = worqr.Settings(prefix=prefix, poll_interval=30.0)
 
     async def main() -> None:
-        async with worqr.AsyncWorqr(redis_url, prefix=prefix) as producer:
+        async with worqr.AsyncWorqr(redis_url, settings=settings) as producer:
             ref = await producer.submit("q", "async")
             waiting = asyncio.create_task(producer.result("q", ref.id, timeout=10))
             await async_wait_until(
@@ -242,8 +244,10 @@ def test_async_result_waits_too(
                 message="result() waits for the job",
             )
             [process] = await asyncio.to_thread(take, worker)
+            started = time.monotonic()
             await asyncio.to_thread(finish, worker, process, "b", b"\x00")
             assert await waiting == b"\x00"
+            assert time.monotonic() - started < 1.0
 
     asyncio.run(main())
 
