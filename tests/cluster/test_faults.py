@@ -252,7 +252,7 @@ def test_sigkilled_workers_on_a_cluster_lose_nothing(
             victim = min(p for p in group.workers() if p in registered and p not in killed)
             os.kill(victim, signal.SIGKILL)
             killed.add(victim)
-            time.sleep(0.4)
+            time.sleep(0.4)  # the kills' spacing: one victim after the other while tasks run
             assert checker.misplaced() == [], "a task is in two places at once"
         gone = worker_ids(read_log(log), killed)
         checker.wait_quiescent(timeout=60, gone=gone)

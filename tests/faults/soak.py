@@ -85,7 +85,10 @@ def main(argv: list[str] | None = None) -> int:
             options = ("--ttl", str(TTL), "--heartbeat", str(HEARTBEAT), "--concurrency", "4")
             mesh.start(args.processes, *options)
             deadline = time.monotonic() + 60
-            while len(mesh.workers()) < args.processes and time.monotonic() < deadline:
+            while len(mesh.workers()) < args.processes:
+                if time.monotonic() > deadline:
+                    up = len(mesh.workers())
+                    raise SystemExit(f"only {up} of {args.processes} workers came up")
                 time.sleep(0.1)
             # One worker is never killed: its RSS over the whole run shows a leak
             # (the others are replaced too often to grow).

@@ -106,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         samples: list[tuple[float, int, int, int, int]] = []  # t, worker RSS, redis, jobs, keys
         try:
             deadline = time.monotonic() + 60
-            while len(worker_pids(client)) < args.processes and time.monotonic() < deadline:
+            while len(worker_pids(client)) < args.processes:
+                if time.monotonic() > deadline:
+                    up = len(worker_pids(client))
+                    raise SystemExit(f"only {up} of {args.processes} workers came up")
                 time.sleep(0.1)
             sentinel = min(worker_pids(client))  # never killed: its RSS shows a leak
             submitter.start()

@@ -75,7 +75,7 @@ def test_ambiguous_results_neither_duplicate_nor_hide(
                 time.sleep(rng.uniform(0.2, 0.6))
                 admin.execute_command("DEBUG", "SLEEP", SLEEP)
             last = time.monotonic()
-        time.sleep(0.3)
+        time.sleep(0.3)  # the producers go on a little after the last stall (the scenario)
         for producer in producers:
             producer.stopping.set()
             producer.join(30)

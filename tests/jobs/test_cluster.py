@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -15,7 +16,7 @@ from redis.cluster import RedisCluster
 
 import worqr
 from tests.support.cluster import LocalCluster, redis_cluster, redis_cluster_url
-from tests.support.waiting import wait_until
+from tests.support.waiting import async_wait_until, wait_until
 from worqr._core import flow_scripts
 from worqr._core.calls import command
 from worqr._core.lua import script_names
@@ -28,6 +29,7 @@ from .test_lifecycle import (
     test_get_jobs_pages_through_each_state,
     test_result_waits_for_the_end_without_polling,
     test_retry_job_gives_a_new_life_and_respects_the_unique_marker,
+    watched,
 )
 from .test_submit import test_a_queue_holds_tasks_or_jobs_never_both
 
@@ -184,21 +186,28 @@ def _read_spec(client: worqr.Worqr, queue: str, name: str) -> Any:
 
 
 def test_async_result_on_the_cluster(
-    make: Callable[..., worqr.Worqr], redis_cluster_url: str, prefix: str
+    make: Callable[..., worqr.Worqr], redis_client: Any, redis_cluster_url: str, prefix: str
 ) -> None:
     worker = make(start=True)
 
     async def main() -> None:
-        async with worqr.AsyncWorqr(redis_cluster_url, prefix=prefix, cluster=True) as producer:
+        # poll_interval 30 s: only the done message can end the wait soon.
+        settings = worqr.Settings(prefix=prefix, poll_interval=30.0)
+        async with worqr.AsyncWorqr(redis_cluster_url, settings=settings, cluster=True) as producer:
             ref = await producer.submit("waited", "x")
             waiting = asyncio.create_task(producer.result("waited", ref.id, timeout=10))
-            await asyncio.sleep(0.1)
+            await async_wait_until(
+                lambda: watched(redis_client, prefix, "waited", ref.id),
+                message="result() waits for the job",
+            )
 
             def finish() -> None:
                 _, [process], _ = worker._take_jobs("waited", [], 1)
                 worker._take_jobs("waited", [(process, "s", b"done")], 0)
 
+            started = time.monotonic()
             await asyncio.to_thread(finish)
             assert await waiting == "done"
+            assert time.monotonic() - started < 1.0
 
     asyncio.run(main())

@@ -8,12 +8,13 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import redis
 
 import worqr
-from tests.support.waiting import wait_until
+from tests.support.waiting import async_wait_until, wait_until
 from worqr._core import produce
 from worqr._jobs import STATES, JobProcess
 from worqr._keys import MeshKeys
@@ -33,6 +34,13 @@ def take(client: worqr.Worqr, queue: str = "q", count: int = 10) -> list[JobProc
 def finish(client: worqr.Worqr, process: JobProcess, kind: str = "s", data: bytes = b"ok") -> bool:
     flags, _, _ = client._take_jobs(process.queue, [(process, kind, data)], 0)
     return flags[0]
+
+
+def watched(redis_client: Any, prefix: str, queue: str, id: str) -> bool:
+    """Whether a `result` call waits for the job: it marks the record (``w``) only
+    once it listens for the job's end."""
+    record = redis_client.hget(MeshKeys(prefix).queue(queue).jobs, id)
+    return bool(json.loads(record or "{}").get("w"))
 
 
 def test_a_finished_job_stores_its_result_with_its_type(make: Make) -> None:
@@ -222,8 +230,9 @@ def test_result_waits_for_the_end_without_polling(
     got: list[object] = []
     waiter = threading.Thread(target=lambda: got.append(producer.result("q", ref.id, timeout=20)))
     waiter.start()
-    record = MeshKeys(prefix).queue("q").jobs
-    wait_until(lambda: json.loads(redis_client.hget(record, ref.id) or "{}").get("w"))  # watched
+    wait_until(
+        lambda: watched(redis_client, prefix, "q", ref.id), message="result() waits for the job"
+    )
     started = time.monotonic()
     assert finish(worker, process, "s", b"done")
     waiter.join(timeout=20)
@@ -245,19 +254,28 @@ def test_result_times_out_and_reads_once_with_timeout_zero(make: Make) -> None:
         producer.result("q", ref.id, timeout=-1)
 
 
-def test_async_result_waits_too(make: Make, redis_url: str, prefix: str) -> None:
+def test_async_result_waits_too(
+    make: Make, redis_client: redis.Redis, redis_url: str, prefix: str
+) -> None:
+    """poll_interval is 30 s here: only the done message can end the wait soon."""
     import asyncio
 
     worker = make(start=True)
+    settings = worqr.Settings(prefix=prefix, poll_interval=30.0)
 
     async def main() -> None:
-        async with worqr.AsyncWorqr(redis_url, prefix=prefix) as producer:
+        async with worqr.AsyncWorqr(redis_url, settings=settings) as producer:
             ref = await producer.submit("q", "async")
             waiting = asyncio.create_task(producer.result("q", ref.id, timeout=10))
-            await asyncio.sleep(0.1)
+            await async_wait_until(
+                lambda: watched(redis_client, prefix, "q", ref.id),
+                message="result() waits for the job",
+            )
             [process] = await asyncio.to_thread(take, worker)
+            started = time.monotonic()
             await asyncio.to_thread(finish, worker, process, "b", b"\x00")
             assert await waiting == b"\x00"
+            assert time.monotonic() - started < 1.0
 
     asyncio.run(main())
 
