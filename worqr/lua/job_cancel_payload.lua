@@ -62,20 +62,22 @@ local events = ARGV[2]
 local publish = publish_command(ARGV[3])
 local notify = ARGV[4]
 local policy = cjson.decode(ARGV[5])
+local cursor = ARGV[6]
+local page = tonumber(ARGV[7])
 J.stats, J.notify = stats, notify
 J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
 J.flow, J.waiting, J.flow_live = job_flow, job_waiting, job_flow_live
 
 local now = now_ms()
 local matching = {}
-local page = redis.call('HSCAN', job_data, ARGV[6], 'COUNT', tonumber(ARGV[7]))
-for i = 1, #page[2], 2 do
-  if page[2][i + 1] == payload then
-    matching[#matching + 1] = page[2][i]
+local scanned = redis.call('HSCAN', job_data, cursor, 'COUNT', page)
+for i = 1, #scanned[2], 2 do
+  if scanned[2][i + 1] == payload then
+    matching[#matching + 1] = scanned[2][i]
   end
 end
 
-local reply = {0, FLOW_OPS, page[1]}
+local reply = {0, FLOW_OPS, scanned[1]}
 for _, id in ipairs(matching) do
   local record = load_job(jobs, id)
   if record and LIVE[record.s] then
