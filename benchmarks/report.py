@@ -48,6 +48,8 @@ COSTS = (
     Column("cost", "redis_cpu_us", f"Redis {US}", False),
     Column("cost", "worker_cpu_us", f"worker {US}", False),
     Column("cost", "producer_cpu_us", f"producer {US}", False),
+    Column("latency", "worker_cpu_us", f"worker {US} at 100/s", False),
+    Column("latency", "redis_cpu_us", f"Redis {US} at 100/s", False),
     Column("memory", "bytes_per_task", "bytes/task", False),
     Column("memory", "retained_bytes_per_task", "retained bytes/task", False),
     Column("recovery", "seconds", "recovery s", False, 1),

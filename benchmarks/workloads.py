@@ -130,15 +130,19 @@ def drain(run: Run) -> Metrics:
 
 
 def latency(run: Run) -> Metrics:
-    """Idle workers; tasks sent one at a time at a fixed rate; enqueue-to-start."""
+    """Idle workers; tasks sent one at a time at a fixed rate; enqueue-to-start,
+    and the worker and Redis CPU per task at that trickle (idle work included:
+    heartbeats, polls, every wake-up), where `cost`'s producer runs flat out."""
     count, interval = run.size(500, 40), 0.01
     records = run.records("latency")
     workers = run.start_workers(records)
     producer = run.producer()
     try:
         run.warm_up(producer, records, workers)
+        before, worker_cpu = run.probe.snapshot(), workers.cpu()
         producer.enqueue_paced(count, interval)
         records.wait(count + run.workers, timeout=run.size(60, 20), alive=workers.alive)
+        after, worker_cpu = run.probe.snapshot(), workers.cpu() - worker_cpu
     finally:
         producer.close()
         workers.stop()
@@ -151,6 +155,8 @@ def latency(run: Run) -> Metrics:
         "p90_ms": percentile(waits, 90),
         "p99_ms": percentile(waits, 99),
         "max_ms": max(waits, default=float("nan")),
+        "worker_cpu_us": worker_cpu / count * 1e6,
+        "redis_cpu_us": (after.cpu - before.cpu) / count * 1e6,
     }
 
 

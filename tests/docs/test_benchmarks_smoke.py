@@ -43,6 +43,7 @@ def test_worqr_runs_through_every_worker_workload(tmp_path: Path) -> None:
     assert drain["completed"] == drain["distinct"] == drain["n"]  # each task ran exactly once
     assert metrics["latency"]["missing"] == 0
     assert 0 < metrics["latency"]["p50_ms"] < 1000
+    assert metrics["latency"]["worker_cpu_us"] > 0 and metrics["latency"]["redis_cpu_us"] > 0
     assert metrics["enqueue"]["each_per_s"] > 0 and metrics["enqueue"]["bulk_per_s"] > 0
     assert metrics["cost"]["client_commands"] > 0 and metrics["cost"]["worker_cpu_us"] > 0
     assert metrics["recovery"]["recovered"] and metrics["recovery"]["seconds"] < 10
