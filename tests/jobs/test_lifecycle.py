@@ -15,6 +15,7 @@ import redis
 
 import worqr
 from tests.support.waiting import async_wait_until, wait_until
+from worqr._clients import async_client
 from worqr._core import produce
 from worqr._jobs import STATES, JobProcess
 from worqr._keys import MeshKeys
@@ -276,6 +277,42 @@ def test_async_result_waits_too(
             await asyncio.to_thread(finish, worker, process, "b", b"\x00")
             assert await waiting == b"\x00"
             assert time.monotonic() - started < 1.0
+
+    asyncio.run(main())
+
+
+def test_an_idle_async_listener_lets_a_new_subscription_in_at_once(
+    make: Make,
+    redis_client: redis.Redis,
+    redis_url: str,
+    prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An idle asyncio listener reads for long stretches (30 s here); each
+    result() on a new queue subscribes to its channel, which cuts the read short
+    instead of waiting for it, and the done messages still arrive (poll: 60 s)."""
+    import asyncio
+
+    monkeypatch.setattr(async_client, "LISTEN_SLICE", 30.0)
+    worker = make(start=True)
+    settings = worqr.Settings(prefix=prefix, poll_interval=60.0)
+
+    async def main() -> None:
+        async with worqr.AsyncWorqr(redis_url, settings=settings) as producer:
+            for queue in ("a", "b", "c"):
+                ref = await producer.submit(queue, queue)
+                began = time.monotonic()
+                waiting = asyncio.create_task(producer.result(queue, ref.id, timeout=20))
+                await async_wait_until(
+                    lambda q=queue, i=ref.id: watched(redis_client, prefix, q, i),
+                    message="result() subscribed and waits for the job",
+                )
+                assert time.monotonic() - began < 1.0, "the subscription waited for a read"
+                [process] = await asyncio.to_thread(take, worker, queue)
+                finished = time.monotonic()
+                await asyncio.to_thread(finish, worker, process, "s", b"done")
+                assert await waiting == "done"
+                assert time.monotonic() - finished < 1.0
 
     asyncio.run(main())
 

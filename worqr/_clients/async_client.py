@@ -34,6 +34,7 @@ from .resend import tenacity_options
 
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
+LISTEN_SLICE = 1.0  # s an idle listener reads before it looks at the fallback poll again
 
 
 async def honour_cancel(call: Awaitable[T]) -> T:
@@ -266,12 +267,11 @@ class AsyncWorqr(AsyncApi):
         outage = OutageLog("listener", self._core.hooks)
         next_poll = time.monotonic() + self.settings.poll_interval
         while not self._closing:
-            wait = min(0.25, max(0.0, next_poll - time.monotonic()))
+            wait = min(LISTEN_SLICE, max(0.0, next_poll - time.monotonic()))
             try:
                 if pubsub.subscribed:
-                    async with guard.lock:  # short reads: a subscription change waits one
-                        read = pubsub.get_message(timeout=min(wait, guard.SLICE))
-                        message = await honour_cancel(read)
+                    async with guard.lock:  # a subscription change cuts the read short
+                        message = await honour_cancel(guard.read(pubsub, wait))
                 else:
                     message = None
                     await guard.sleep(wait)

@@ -9,8 +9,11 @@ outside it, so a slow callback never delays a subscription change.
 
 The sync listener never blocks while holding the guard: it reads only what has
 arrived, then waits on the socket (and a wake-up pair) outside it. The asyncio
-listener cannot wait on the socket without reading, so it reads in short slices
-(`AsyncPubSubGuard.SLICE`) and a change waits at most one slice.
+listener cannot wait on the socket without reading, so it reads under a
+deadline that a change moves to now (`AsyncPubSubGuard.reading`): the read
+ends as at its own timeout (redis-py's parsers keep what a cut read had
+received), the change goes first, and an idle listener wakes a few times a
+second instead of every 50 ms.
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ import select
 import socket
 import ssl
 import threading
+from collections.abc import AsyncIterator
 from typing import Any
 
 from .._core.calls import Subscribe
+
+CUT_MARGIN = 0.5  # s past a read's own timeout before the guard's deadline
 
 
 class PubSubGuard:
@@ -94,15 +100,38 @@ class PubSubGuard:
 
 
 class AsyncPubSubGuard:
-    """The asyncio client's guard: a lock the listener holds one short read at a time."""
-
-    SLICE = 0.05
+    """The asyncio client's guard: a lock the listener holds one read at a time,
+    a read that a subscription change cuts short."""
 
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
         self._changed = asyncio.Event()
+        self._read: asyncio.Timeout | None = None
+
+    async def read(self, pubsub: Any, wait: float) -> Any:
+        """The listener's next message within ``wait`` seconds (None: none came),
+        or None sooner when a subscription change cuts the read short (`apply`).
+        The caller holds the lock."""
+        try:
+            # redis-py's own timeout ends an idle read; the guard's deadline, a cut one.
+            async with self._reading(wait + CUT_MARGIN):
+                return await pubsub.get_message(timeout=wait)
+        except TimeoutError:
+            return None
+
+    @contextlib.asynccontextmanager
+    async def _reading(self, seconds: float) -> AsyncIterator[None]:
+        async with asyncio.timeout(seconds) as read:
+            self._read = read
+            try:
+                yield
+            finally:
+                self._read = None
 
     async def apply(self, pubsub: Any, request: Subscribe) -> None:
+        read = self._read
+        if read is not None and not read.expired():
+            read.reschedule(asyncio.get_running_loop().time())  # the listener lets go now
         async with self.lock:
             if request.add:
                 await pubsub.subscribe(*request.add)
