@@ -101,7 +101,7 @@ class AsyncClusterSubscriber:
                 self._stale = False
                 try:
                     await self._place(refresh=True)
-                except Exception:
+                except BaseException:  # a cancel too (a subscription change cuts reads)
                     self._stale = True
                     raise
         try:
