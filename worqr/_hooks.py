@@ -74,9 +74,10 @@ class Hooks:
         the task now), or Redis refused the acknowledgement for that reason."""
 
     def on_dropped(self, queue: str) -> None:
-        """A process came back from a dequeue under a worker id whose lease was
-        already lost (the dequeue ran late, e.g. after Redis stalled): it is not
-        started, and the peers return its task to the front."""
+        """A process is not started: it came back from a dequeue under a worker
+        id whose lease was already lost (the dequeue ran late, e.g. after Redis
+        stalled; the peers return its task to the front), or a cancel reached it
+        while it waited to start (taken ahead)."""
 
     def on_dequeue(self, queue: str, asked: int, got: int) -> None:
         """A dequeue asked for ``asked`` tasks and got ``got``."""

@@ -171,6 +171,79 @@ def test_a_stopping_worker_gives_back_what_it_took_ahead(
     assert len(ran) == len(set(ran)) == stats.get("finished", 0)
 
 
+def test_a_process_cancelled_while_it_waits_in_the_line_never_starts(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
+) -> None:
+    ran: list[str] = []
+    gate = threading.Event()
+    worker = new_worker(concurrency=1)
+
+    def handle(task: str) -> None:
+        ran.append(task)
+        if task == "gate":
+            assert gate.wait(30)
+
+    on(worker, "q", path, handle)
+    client.enqueue_many("q", [f"warm{i}" for i in range(50)])  # quick: it takes ahead then
+    runner.start(worker)
+    wait_until(lambda: client.get_stats("q").get("finished") == 50)
+    client.enqueue_many("q", ["gate", "a", "b", "c"])
+    wait_until(
+        lambda: ran[-1:] == ["gate"] and client.count_processes("q") == 4,
+        message="a, b and c wait in the line behind the gate",
+    )
+    assert client.cancel_tasks("q", "b") == 1
+    dispatch = worker._dispatch
+    assert dispatch is not None
+    wait_until(lambda: len(dispatch._cancelled_early) == 1, message="the worker heard the cancel")
+    gate.set()
+    wait_until(lambda: client.get_stats("q").get("finished") == 53)
+    assert ran[50:] == ["gate", "a", "c"]  # b never started
+    assert client.count_processes("q") == 0 and client.count_tasks("q") == 0
+    assert client.get_stats("q").get("cancelled") == 1
+
+
+def test_a_job_cancelled_while_it_waits_in_the_line_never_starts(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
+) -> None:
+    ran: list[str] = []
+    gate = threading.Event()
+    worker = new_worker(concurrency=1)
+
+    def handle(payload: str) -> str:
+        ran.append(payload)
+        if payload == "gate":
+            assert gate.wait(30)
+        return payload
+
+    if path == "lanes":
+        worker.job("j")(handle)
+    else:
+
+        @worker.job("j")
+        async def handle_async(payload: str) -> str:
+            return await asyncio.to_thread(handle, payload)
+
+    client.submit_many("j", [f"warm{i}" for i in range(50)])  # quick: it takes ahead then
+    runner.start(worker)
+    wait_until(lambda: client.count_jobs("j")["finished"] == 50)
+    _, first, second = client.submit_many("j", ["gate", "a", "b"])
+    wait_until(
+        lambda: ran[-1:] == ["gate"] and client.count_jobs("j")["active"] == 3,
+        message="a and b wait in the line behind the gate",
+    )
+    assert client.cancel_job("j", first.id)
+    dispatch = worker._dispatch
+    assert dispatch is not None
+    wait_until(lambda: len(dispatch._cancelled_early) == 1, message="the worker heard the cancel")
+    gate.set()
+    assert client.result("j", second.id, timeout=10) == "b"
+    assert ran[50:] == ["gate", "b"]  # a never started
+    assert client.get_job("j", first.id).state == "cancelled"  # type: ignore[union-attr]
+    counts = client.count_jobs("j")
+    assert (counts["finished"], counts["cancelled"], counts["active"]) == (52, 1, 0)
+
+
 def test_the_slots_taken_ahead_shrink_as_handlers_get_longer() -> None:
     # A process in the line waits about (factor x the mean handler time): never
     # much more than TAKE_AHEAD_BELOW.

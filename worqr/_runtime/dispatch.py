@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -27,6 +28,7 @@ from .threads import HandlerThreads
 logger = logging.getLogger("worqr.worker")
 
 PAYLOAD_LOG_CHARS = 200  # a failure log never carries a whole (maybe huge) payload
+EARLY_CANCELS = 4096  # cancels kept for processes not running (most are other workers')
 
 
 class Dispatcher(Hooks):
@@ -62,6 +64,8 @@ class Dispatcher(Hooks):
         self._track = track
         self._stopping = stopping
         self.lost_ids: set[str] = set()  # our former worker ids (their processes are peers')
+        # Cancels heard for processes not running: one taken ahead may wait in a line.
+        self._cancelled_early: OrderedDict[str, bool] = OrderedDict()
         self.lanes = False  # sync handlers run on lanes: no puller carries finishes
         self.pace: HandlerPace | None = None  # set when the loop's handlers take ahead
         self._line = Line()  # taken ahead, waiting to start: oldest first, queues in turn
@@ -89,8 +93,9 @@ class Dispatcher(Hooks):
                 self._launch(process)
 
     def _launch(self, process: Process) -> None:
-        if process.worker_id in self.lost_ids:
-            # Taken under an id whose lease is gone: the core returns it to the queue.
+        if process.worker_id in self.lost_ids or self.cancelled_before_start(process):
+            # Taken under an id whose lease is gone (the core returns it to the
+            # queue), or cancelled while it waited: it never starts.
             self._wake(self.capacity.release(process.queue))
             self.hooks.on_dropped(process.queue)
             return
@@ -244,6 +249,15 @@ class Dispatcher(Hooks):
         running = self.running.get(pid)
         if running is not None:
             running.stop(reason)
+        elif reason == "cancel":  # maybe taken ahead, waiting: it will not start
+            self._cancelled_early[pid] = True
+            while len(self._cancelled_early) > EARLY_CANCELS:
+                self._cancelled_early.popitem(last=False)  # pids of other workers' too
+
+    def cancelled_before_start(self, process: Process) -> bool:
+        """Whether a cancel reached ``process`` before its handler started (then
+        the cancel removed it from Redis: it must not start). Any thread."""
+        return self._cancelled_early.pop(process.id, False)
 
     def stop_queue(self, queue: str, reason: Reason) -> None:
         for running in list(self.running.values()):

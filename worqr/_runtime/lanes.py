@@ -156,8 +156,8 @@ class Lanes:
         if self._stopping():  # taken as the worker stopped: deregistering returns it
             self._wake_all(self._capacity.release(queue))
             return []
-        if process.worker_id in dispatch.lost_ids:
-            # Taken under an id whose lease is gone: the core returns it to the queue.
+        if process.worker_id in dispatch.lost_ids or dispatch.cancelled_before_start(process):
+            # Taken under a lost id (the core returns it), or cancelled as it waited.
             self._wake_all(self._capacity.release(queue))
             self._hooks.on_dropped(queue)
             return []
