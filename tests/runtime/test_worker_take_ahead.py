@@ -171,19 +171,32 @@ def test_a_stopping_worker_gives_back_what_it_took_ahead(
     assert len(ran) == len(set(ran)) == stats.get("finished", 0)
 
 
+def gated(ran: list[str], gate: threading.Event) -> Callable[[str], str]:
+    """A handler that notes each payload, and on "gate" holds until ``gate`` is set."""
+
+    def handle(payload: str) -> str:
+        ran.append(payload)
+        if payload == "gate":
+            assert gate.wait(30)
+        return payload
+
+    return handle
+
+
+def hears_one_cancel(worker: worqr.Worker) -> None:
+    """Wait until ``worker`` heard a cancel for a process it does not run."""
+    dispatch = worker._dispatch
+    assert dispatch is not None
+    wait_until(lambda: len(dispatch._cancelled_early) == 1, message="the worker heard the cancel")
+
+
 def test_a_process_cancelled_while_it_waits_in_the_line_never_starts(
     runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
 ) -> None:
     ran: list[str] = []
     gate = threading.Event()
     worker = new_worker(concurrency=1)
-
-    def handle(task: str) -> None:
-        ran.append(task)
-        if task == "gate":
-            assert gate.wait(30)
-
-    on(worker, "q", path, handle)
+    on(worker, "q", path, gated(ran, gate))
     client.enqueue_many("q", [f"warm{i}" for i in range(50)])  # quick: it takes ahead then
     runner.start(worker)
     wait_until(lambda: client.get_stats("q").get("finished") == 50)
@@ -193,9 +206,7 @@ def test_a_process_cancelled_while_it_waits_in_the_line_never_starts(
         message="a, b and c wait in the line behind the gate",
     )
     assert client.cancel_tasks("q", "b") == 1
-    dispatch = worker._dispatch
-    assert dispatch is not None
-    wait_until(lambda: len(dispatch._cancelled_early) == 1, message="the worker heard the cancel")
+    hears_one_cancel(worker)
     gate.set()
     wait_until(lambda: client.get_stats("q").get("finished") == 53)
     assert ran[50:] == ["gate", "a", "c"]  # b never started
@@ -209,13 +220,7 @@ def test_a_job_cancelled_while_it_waits_in_the_line_never_starts(
     ran: list[str] = []
     gate = threading.Event()
     worker = new_worker(concurrency=1)
-
-    def handle(payload: str) -> str:
-        ran.append(payload)
-        if payload == "gate":
-            assert gate.wait(30)
-        return payload
-
+    handle = gated(ran, gate)
     if path == "lanes":
         worker.job("j")(handle)
     else:
@@ -224,7 +229,7 @@ def test_a_job_cancelled_while_it_waits_in_the_line_never_starts(
         async def handle_async(payload: str) -> str:
             return await asyncio.to_thread(handle, payload)
 
-    client.submit_many("j", [f"warm{i}" for i in range(50)])  # quick: it takes ahead then
+    client.submit_many("j", [f"warm{i}" for i in range(50)])
     runner.start(worker)
     wait_until(lambda: client.count_jobs("j")["finished"] == 50)
     _, first, second = client.submit_many("j", ["gate", "a", "b"])
@@ -233,9 +238,7 @@ def test_a_job_cancelled_while_it_waits_in_the_line_never_starts(
         message="a and b wait in the line behind the gate",
     )
     assert client.cancel_job("j", first.id)
-    dispatch = worker._dispatch
-    assert dispatch is not None
-    wait_until(lambda: len(dispatch._cancelled_early) == 1, message="the worker heard the cancel")
+    hears_one_cancel(worker)
     gate.set()
     assert client.result("j", second.id, timeout=10) == "b"
     assert ran[50:] == ["gate", "b"]  # a never started
