@@ -371,6 +371,29 @@ def test_retention_is_logical_and_bounded(
     assert capped.get_stats("c")["purged_by_cap"] == 7
 
 
+def test_failed_and_cancelled_records_expire_and_takes_purge_them(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    """Each terminal state has its own TTL, and a take purges every state's
+    expired records (the purge looks only where the counts say records are)."""
+    settings = worqr.JobSettings(failure_ttl=0, cancelled_ttl=0, min_retention=0.05)
+    producer, worker = make(jobs=settings), make(start=True, jobs=settings)
+    failed, cancelled, kept = producer.submit_many("q", ["fails", "cancelled", "kept"])
+    assert producer.cancel_job("q", cancelled.id)
+    [process] = [p for p in take(worker) if p.job_id == failed.id]
+    worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail: no")
+    assert producer.count_jobs("q")["failed"] == 1 and producer.count_jobs("q")["cancelled"] == 1
+    wait_until(
+        lambda: producer.count_jobs("q")["failed"] == producer.count_jobs("q")["cancelled"] == 0
+    )
+    take(worker)  # a take purges what expired
+    keys = MeshKeys(prefix).queue("q")
+    assert redis_client.zcard(keys.job_failed) == redis_client.zcard(keys.job_cancelled) == 0
+    assert redis_client.hlen(keys.job_data) == 1  # only the live job's payload is left
+    assert producer.get_stats("q")["purged"] == 2
+    assert producer.get_job("q", kept.id).state == "active"  # type: ignore[union-attr]
+
+
 def test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:

@@ -10,9 +10,9 @@ outside it, so a slow callback never delays a subscription change.
 The sync listener never blocks while holding the guard: it reads only what has
 arrived, then waits on the socket (and a wake-up pair) outside it. The asyncio
 listener cannot wait on the socket without reading, so it reads under a
-deadline that a change moves to now (`AsyncPubSubGuard.reading`): the read
-ends as at its own timeout (redis-py's parsers keep what a cut read had
-received), the change goes first, and an idle listener wakes a few times a
+deadline that a change moves to now (`AsyncPubSubGuard.read`, `apply`): the
+read ends as at its own timeout (redis-py's parsers keep what a cut read had
+received), the change goes first, and an idle listener wakes about once a
 second instead of every 50 ms.
 """
 

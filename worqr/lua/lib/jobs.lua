@@ -186,13 +186,6 @@ local function add(hash, field, delta)
   fields[field] = fields[field] + delta
 end
 
--- counter(hash, field) -> its value, deferred increments included
-local function counter(hash, field)
-  local value = tonumber(redis.call('HGET', hash, field) or '0')
-  local fields = PENDING and PENDING[hash]
-  return value + (fields and fields[field] or 0)
-end
-
 -- counters(hash, fields) -> their values in order, deferred increments included
 --   (one HMGET)
 local function counters(hash, fields)
@@ -203,6 +196,11 @@ local function counters(hash, fields)
     values[i] = tonumber(raw[i] or '0') + (pending and pending[field] or 0)
   end
   return values
+end
+
+-- counter(hash, field) -> its value, deferred increments included
+local function counter(hash, field)
+  return counters(hash, {field})[1]
 end
 
 -- flush_counters(): write the deferred increments (in the order they came)
