@@ -1,6 +1,7 @@
 """The web view's JSON endpoints and pages through httpx (in process, no
-browser): what they show, that mutations need the token, and that hostile
-names come back as data, never as markup."""
+browser): what they show, that mutations need the token (tests/web/test_token.py:
+that everything under /ui/api/ does), and that hostile names come back as data,
+never as markup."""
 
 from __future__ import annotations
 
@@ -30,6 +31,11 @@ Scenario = Callable[[httpx.AsyncClient], Awaitable[Any]]
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
+async def read(http: httpx.AsyncClient, path: str, **params: str) -> httpx.Response:
+    """A read of the view's JSON, with the token: reads need it too."""
+    return await http.get(f"/ui/api/{path}", params=params, headers=AUTH)
+
+
 def run_view(
     redis_url: str, prefix: str, scenario: Scenario, *, show_payloads: bool = False
 ) -> Any:
@@ -50,7 +56,7 @@ def test_the_overview_has_every_queue_with_its_counts_and_the_workers(
     redis_url: str, prefix: str, mesh: Mesh
 ) -> None:
     async def scenario(http: httpx.AsyncClient) -> dict[str, Any]:
-        response = await http.get("/ui/api/overview")
+        response = await read(http, "overview")
         assert response.status_code == 200
         return response.json()
 
@@ -74,15 +80,15 @@ def test_a_queue_its_jobs_by_state_a_job_and_dead_letters(
     redis_url: str, prefix: str, mesh: Mesh
 ) -> None:
     async def scenario(http: httpx.AsyncClient) -> dict[str, Any]:
-        queue = (await http.get("/ui/api/queue", params={"name": EMAILS})).json()
+        queue = (await read(http, "queue", name=EMAILS)).json()
         params = {"queue": EMAILS, "state": "delayed"}
-        delayed = (await http.get("/ui/api/jobs", params=params)).json()
-        failed = (await http.get("/ui/api/failed", params={"queue": EMAILS})).json()
+        delayed = (await read(http, "jobs", **params)).json()
+        failed = (await read(http, "failed", queue=EMAILS)).json()
         job_id = failed["jobs"][0]["id"]
-        job = (await http.get("/ui/api/job", params={"queue": EMAILS, "id": job_id})).json()
-        letters = (await http.get("/ui/api/failed", params={"queue": TASKS})).json()
-        missing = await http.get("/ui/api/job", params={"queue": EMAILS, "id": "nope"})
-        unknown = await http.get("/ui/api/queue", params={"name": "nowhere"})
+        job = (await read(http, "job", queue=EMAILS, id=job_id)).json()
+        letters = (await read(http, "failed", queue=TASKS)).json()
+        missing = await read(http, "job", queue=EMAILS, id="nope")
+        unknown = await read(http, "queue", name="nowhere")
         return {
             "queue": queue,
             "delayed": delayed,
@@ -111,8 +117,8 @@ def test_a_queue_its_jobs_by_state_a_job_and_dead_letters(
 
 def test_payloads_show_only_with_show_payloads(redis_url: str, prefix: str, mesh: Mesh) -> None:
     async def scenario(http: httpx.AsyncClient) -> tuple[Any, Any]:
-        letters = (await http.get("/ui/api/failed", params={"queue": TASKS})).json()
-        job = await http.get("/ui/api/job", params={"queue": IMPORTS, "id": mesh.failed_import})
+        letters = (await read(http, "failed", queue=TASKS)).json()
+        job = await read(http, "job", queue=IMPORTS, id=mesh.failed_import)
         return letters, job.json()
 
     letters, job = run_view(redis_url, prefix, scenario, show_payloads=True)
@@ -201,8 +207,8 @@ def test_hostile_names_come_back_as_data_never_as_markup(
 
     async def scenario(http: httpx.AsyncClient) -> list[httpx.Response]:
         return [
-            await http.get("/ui/api/overview"),
-            await http.get("/ui/api/job", params={"queue": HOSTILE_QUEUE, "id": HOSTILE_ID}),
+            await read(http, "overview"),
+            await read(http, "job", queue=HOSTILE_QUEUE, id=HOSTILE_ID),
             await http.get("/ui/queue", params={"name": HOSTILE_QUEUE}),
             await http.get("/ui/job", params={"queue": HOSTILE_QUEUE, "id": HOSTILE_ID}),
         ]
@@ -236,8 +242,8 @@ def test_a_job_queue_reads_with_its_limits_and_a_task_queue_without(
     mesh.client.configure_queue(EMAILS, rate=(5, 2.0), max_active=4)
 
     async def scenario(http: httpx.AsyncClient) -> tuple[Any, Any]:
-        jobs = (await http.get("/ui/api/queue", params={"name": EMAILS})).json()
-        tasks = (await http.get("/ui/api/queue", params={"name": TASKS})).json()
+        jobs = (await read(http, "queue", name=EMAILS)).json()
+        tasks = (await read(http, "queue", name=TASKS)).json()
         return jobs["limits"], tasks["limits"]
 
     limits, none = run_view(redis_url, prefix, scenario)

@@ -2,10 +2,12 @@
 the few mutations their buttons send.
 
 Queue names and job ids travel as query parameters or JSON fields, never in
-the path: both may hold ``/``, ``?`` or ``#``. Reads need no token; every
-mutation calls the guard first (a bearer token, never a cookie), and also
-insists on a JSON body, which a cross-site form cannot send, so a view
-served without a token still cannot be driven by another site.
+the path: both may hold ``/``, ``?`` or ``#``. Every endpoint calls its guard
+first, before anything is parsed or read: the read guard for the reads (GET),
+the mutation guard for the mutations (POST); with a token configured both
+want it (``Authorization: Bearer``, never a cookie or a query string).
+Mutations also insist on a JSON body, which a cross-site form cannot send, so
+a view served without a token still cannot be driven by another site.
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ def _errors_as_json(handler: Handler) -> Handler:
     return wrapped
 
 
-def _mutation(guard: Guard, handler: Handler) -> Handler:
+def _guarded(guard: Guard, handler: Handler) -> Handler:
     async def guarded(request: Request) -> Response:
         guard(request)  # first: nothing is read or parsed for a caller without the token
         return await handler(request)
@@ -121,7 +123,9 @@ def _mutation(guard: Guard, handler: Handler) -> Handler:
     return guarded
 
 
-def api_routes(guard: Guard, log: RecoveryLog) -> list[Route]:
+def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]:
+    """The endpoints: ``read_guard`` before each read, ``guard`` before each mutation."""
+
     async def overview(request: Request) -> Response:
         data = await reads.overview(client_of(request))
         log.observe(data)
@@ -193,11 +197,11 @@ def api_routes(guard: Guard, log: RecoveryLog) -> list[Route]:
     reading = {"overview": overview, "queue": queue, "jobs": jobs, "job": job, "failed": failed}
     changing = {"retry": retry, "cancel": cancel, "redrive": redrive, "purge": purge}
     routes = [
-        Route(f"/ui/api/{path}", _errors_as_json(handler), methods=["GET"])
+        Route(f"/ui/api/{path}", _guarded(read_guard, _errors_as_json(handler)), methods=["GET"])
         for path, handler in reading.items()
     ]
     routes += [
-        Route(f"/ui/api/{path}", _mutation(guard, _errors_as_json(handler)), methods=["POST"])
+        Route(f"/ui/api/{path}", _guarded(guard, _errors_as_json(handler)), methods=["POST"])
         for path, handler in changing.items()
     ]
     return routes
