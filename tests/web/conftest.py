@@ -95,14 +95,25 @@ def mesh(redis_url: str, prefix: str, runner: Runner) -> Iterator[Mesh]:
         yield made
 
 
-@pytest.fixture
-def served(redis_url: str, prefix: str) -> Iterator[WebServer]:
-    """The standalone view on a free loopback port (uvicorn on a thread)."""
+def serve(redis_url: str, prefix: str, token: str | None) -> Iterator[WebServer]:
     settings = worqr.Settings(prefix=prefix, **QUIET)
-    server = WebServer(lambda: worqr.AsyncWorqr(redis_url, settings=settings), token=TOKEN)
+    server = WebServer(lambda: worqr.AsyncWorqr(redis_url, settings=settings), token=token)
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def served(redis_url: str, prefix: str) -> Iterator[WebServer]:
+    """The standalone view with TOKEN on a free loopback port (uvicorn on a
+    thread): the page asks for the token before it shows anything."""
+    yield from serve(redis_url, prefix, TOKEN)
+
+
+@pytest.fixture
+def served_open(redis_url: str, prefix: str) -> Iterator[WebServer]:
+    """The standalone view without a token: read-only, reads open."""
+    yield from serve(redis_url, prefix, None)
 
 
 @pytest.fixture

@@ -1,8 +1,10 @@
 """The web view in a real headless Chromium (Selenium, Debian's chromium and
-chromium-driver): against a running mesh with traffic, the page shows the
-right counts, rates and workers, a recovery when a worker dies, and its retry
-button moves a failed job back to queued. Saves a screenshot under the test's
-tmp folder, and to docs/web-view.png with ``WORQR_SAVE_SCREENSHOT=1``."""
+chromium-driver): a view served with a token asks for it before it shows
+anything and keeps it in the tab's sessionStorage; against a running mesh with
+traffic, the page shows the right counts, rates and workers, a recovery when a
+worker dies, and its retry button moves a failed job back to queued. Saves a
+screenshot under the test's tmp folder, and to docs/web-view.png with
+``WORQR_SAVE_SCREENSHOT=1``."""
 
 from __future__ import annotations
 
@@ -84,8 +86,14 @@ def wait_for(
 
 
 def table(driver: WebDriver, id: str) -> list[list[str]]:
-    rows = driver.find_elements(By.CSS_SELECTOR, f"#{id} tbody tr")
-    return [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+    """The cells of a table, read in one script: the page re-renders between
+    two WebDriver calls, never during a script (a hidden table reads too)."""
+    rows: list[list[str]] = driver.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]), (row) =>"
+        " Array.from(row.querySelectorAll('td'), (cell) => cell.innerText.trim()))",
+        f"#{id} tbody tr",
+    )
+    return rows
 
 
 def queue_row(driver: WebDriver, name: str) -> dict[str, str]:
@@ -93,6 +101,64 @@ def queue_row(driver: WebDriver, name: str) -> dict[str, str]:
         if cells and cells[0] == name:
             return dict(zip(QUEUE_COLUMNS, cells, strict=True))
     return {}
+
+
+def token_form(driver: WebDriver) -> str:
+    """The token form's message while the form shows, else ""."""
+    if not driver.find_element(By.ID, "token-form").is_displayed():
+        return ""
+    return driver.find_element(By.ID, "token-message").text
+
+
+def stored_token(driver: WebDriver) -> object:
+    return driver.execute_script("return sessionStorage.getItem('worqr-token')")
+
+
+def give_token(driver: WebDriver, token: str) -> None:
+    """Wait for the page to ask for the token, then type it in and send it."""
+    wait_for(driver, "the token form", lambda: token_form(driver))
+    field = driver.find_element(By.ID, "token-input")
+    field.clear()
+    field.send_keys(token)
+    driver.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
+
+
+def data_shown(driver: WebDriver) -> bool:
+    return driver.find_element(By.TAG_NAME, "main").is_displayed()
+
+
+def test_the_view_asks_for_the_token_and_keeps_it_in_the_tab(
+    browser: WebDriver, served: WebServer, wq: worqr.Worqr
+) -> None:
+    wq.submit("orders", "2 boxes", id="order-1")
+    browser.get(served.url)
+    wait_for(browser, "the token form", lambda: token_form(browser))
+    assert token_form(browser) == "This view needs the server's bearer token."
+    assert not data_shown(browser)
+    assert table(browser, "queues") == [["no queues yet"]]  # nothing was read
+    assert stored_token(browser) is None
+
+    # A wrong token: refused, forgotten, and the form asks again; still no data.
+    give_token(browser, "wrong-token-0123456789")
+    wait_for(browser, "the refusal", lambda: "The token was refused" in token_form(browser))
+    assert "not this view's" in token_form(browser)
+    assert stored_token(browser) is None
+    assert not data_shown(browser) and table(browser, "queues") == [["no queues yet"]]
+
+    give_token(browser, TOKEN)
+    wait_for(browser, "the queues", lambda: queue_row(browser, "orders"))
+    assert queue_row(browser, "orders")["queued"] == "1"
+    assert data_shown(browser) and not token_form(browser)
+    assert stored_token(browser) == TOKEN  # in the tab's sessionStorage
+    assert browser.execute_script("return document.cookie") == ""  # never a cookie
+    assert TOKEN not in browser.current_url  # never in a URL
+
+    # It keeps polling with the token, and a reload of the tab keeps the token.
+    wq.submit("invoices", "march")
+    wait_for(browser, "a new queue", lambda: queue_row(browser, "invoices"))
+    browser.refresh()
+    wait_for(browser, "the queues again", lambda: queue_row(browser, "invoices"))
+    assert not token_form(browser)
 
 
 def test_the_view_of_a_live_mesh(
@@ -109,6 +175,7 @@ def test_the_view_of_a_live_mesh(
     assert victim.dequeue("sessions") is not None
 
     browser.get(served.url)
+    give_token(browser, TOKEN)
     emails: dict[str, str] = {}
 
     def emails_counted() -> bool:
@@ -142,21 +209,26 @@ def test_the_view_of_a_live_mesh(
     assert queue_row(browser, "sessions")["recovered"] == "1"
     save_screenshot(browser, tmp_path)
 
-    # Retry the failed import from its queue's page: refused with a wrong token,
+    # Retry the failed import from its queue's page: refused with a wrong token
+    # (then the reads are refused too: the form asks again, the data goes),
     # done with the right one.
     browser.find_element(By.LINK_TEXT, IMPORTS).click()
-    wait_for(
-        browser, "the imports page", lambda: browser.find_elements(By.CSS_SELECTOR, "button.retry")
+    retry = (By.CSS_SELECTOR, "#failed button.retry")
+    wait_for(browser, "the imports page", lambda: browser.find_elements(*retry))
+    browser.execute_script(  # one script: no poll can run between the two
+        "sessionStorage.setItem('worqr-token', arguments[0]);"
+        " document.querySelector('#failed button.retry').click()",
+        "wrong-token-0123456789",
     )
-    browser.execute_script("sessionStorage.setItem('worqr-token', arguments[0])", "wrong")
-    browser.find_element(By.CSS_SELECTOR, "#failed button.retry").click()
-    result = browser.find_element(By.ID, "failed-result")
-    wait_for(browser, "the refusal", lambda: "refused" in result.text)
+    wait_for(browser, "the refusal", lambda: "The token was refused" in token_form(browser))
+    assert not data_shown(browser)
     info = mesh.client.get_job(IMPORTS, mesh.failed_import)
     assert info is not None and info.state == "failed"
 
-    browser.execute_script("sessionStorage.setItem('worqr-token', arguments[0])", TOKEN)
-    browser.find_element(By.CSS_SELECTOR, "#failed button.retry").click()
+    give_token(browser, TOKEN)
+    wait_for(browser, "the data again", lambda: browser.find_element(*retry).is_displayed())
+    browser.find_element(*retry).click()
+    result = browser.find_element(By.ID, "failed-result")
     wait_for(browser, "the retry", lambda: "retried" in result.text)
     info = mesh.client.get_job(IMPORTS, mesh.failed_import)
     assert info is not None and info.state == "queued"  # no worker serves imports now
@@ -207,14 +279,17 @@ HOSTILE_QUEUE = '<img src=x onerror="document.title=1">'
 HOSTILE_ID = "<script>document.title=2</script>"
 
 
-def test_hostile_names_show_as_text(browser: WebDriver, served: WebServer, wq: worqr.Worqr) -> None:
+def test_hostile_names_show_as_text(
+    browser: WebDriver, served_open: WebServer, wq: worqr.Worqr
+) -> None:
     wq.submit(HOSTILE_QUEUE, "x", id=HOSTILE_ID)
-    browser.get(served.url)
+    browser.get(served_open.url)  # without a token: the reads need none
     wait_for(browser, "the hostile queue", lambda: queue_row(browser, HOSTILE_QUEUE))
     browser.find_element(By.LINK_TEXT, HOSTILE_QUEUE).click()
     wait_for(browser, "its jobs", lambda: browser.find_elements(By.LINK_TEXT, HOSTILE_ID))
     browser.find_element(By.LINK_TEXT, HOSTILE_ID).click()
     wait_for(browser, "the job's detail", lambda: detail(browser).get("id") == HOSTILE_ID)
+    assert not token_form(browser)
     assert browser.find_elements(By.TAG_NAME, "img") == []
     assert browser.title == f"{HOSTILE_ID} - worqr"  # no script ran: the title is the id
     with pytest.raises(NoAlertPresentException):
@@ -227,6 +302,7 @@ def test_a_queue_shows_its_limits_and_when_they_hold_it_back(
     wq.submit_many("limited", ["a", "b"])
     wq.configure_queue("limited", rate=(20, 1.0), max_active=1)
     browser.get(served.url.rstrip("/") + "/ui/queue?name=limited")
+    give_token(browser, TOKEN)
     line = browser.find_element(By.ID, "limits")
     wait_for(browser, "the limits", lambda: line.is_displayed() and "at most 1 active" in line.text)
     assert line.text == "Limits: at most 20 starts in 1 s; at most 1 active (0 now)"

@@ -159,6 +159,7 @@ def test_the_pages_and_their_files_load_without_the_token(
     for path, answer in zip(PAGES, run_app(redis_url, prefix, kind, token, scenario), strict=True):
         assert answer.status_code == 200, path
         if not path.startswith("/ui/static/"):
+            assert 'id="token-form"' in answer.text  # where the page asks for the token
             assert "script-src 'self'" in answer.headers["content-security-policy"]
             assert "unsafe-inline" not in answer.headers["content-security-policy"]
 

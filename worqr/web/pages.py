@@ -29,6 +29,17 @@ HEADERS = {
 
 SEP = "&rsaquo;"  # between the parts of the path at the top of a page
 
+# Shown by view.js when the server refuses a read (or on the header's button).
+# The input has no name: were the form ever submitted without the script, the
+# token would still not go into a URL.
+TOKEN_FORM = """<form id="token-form" class="token-form" hidden>
+<p id="token-message"></p>
+<label>bearer token <input id="token-input" type="password" autocomplete="off"
+spellcheck="false" size="32"></label> <button type="submit">use</button>
+<span class="muted">kept in this tab only (sessionStorage) and sent as the header
+Authorization: Bearer; empty forgets it</span>
+</form>"""
+
 QUEUE_COLUMNS = (
     "queue",
     "kind",
@@ -73,9 +84,9 @@ def _frame(page: str, title: str, crumbs: str, body: str, data: dict[str, str]) 
 <header>
 <nav>{crumbs} <span id="prefix" class="muted"></span></nav>
 <span id="status" class="muted">loading...</span>
-<button id="token" type="button" title="the bearer token that retry, redrive and purge send">
-token</button>
+<button id="token" type="button" title="the bearer token this view sends">token</button>
 </header>
+{TOKEN_FORM}
 <main>
 {body}
 </main>

@@ -74,79 +74,141 @@
     node.className = bad ? "bad" : "muted";
   }
 
+  // -- the token ------------------------------------------------------------
+  // Kept in this tab's sessionStorage (never a cookie, never in a URL) and sent
+  // as "Authorization: Bearer" with every /ui/api/ request, reads included. A
+  // server without a token ignores it.
+
+  let wanted = false; // a read was refused: no polling until a token is given
+  let wake = () => {}; // the page's poll, run at once when a token is given
+
+  function token() {
+    return sessionStorage.getItem(TOKEN_KEY) || "";
+  }
+
+  function withToken(headers, sent) {
+    return sent ? Object.assign({ Authorization: "Bearer " + sent }, headers) : headers;
+  }
+
+  function showToken() {
+    document.getElementById("token").textContent = token() ? "token ✓" : "token";
+  }
+
+  // The form; with `hideData` (a refused read) the tables go and polling waits.
+  function askToken(message, hideData) {
+    document.getElementById("token-message").textContent = message;
+    document.getElementById("token-form").hidden = false;
+    if (hideData) {
+      wanted = true;
+      document.querySelector("main").hidden = true;
+      status("waiting for the token", true);
+    }
+    document.getElementById("token-input").focus();
+  }
+
+  function useToken(event) {
+    event.preventDefault();
+    const input = document.getElementById("token-input");
+    const given = input.value.trim();
+    input.value = "";
+    if (given) sessionStorage.setItem(TOKEN_KEY, given);
+    else sessionStorage.removeItem(TOKEN_KEY);
+    document.getElementById("token-form").hidden = true;
+    wanted = false;
+    showToken();
+    wake();
+  }
+
+  function tokenButton() {
+    const form = document.getElementById("token-form");
+    if (!form.hidden && !wanted) form.hidden = true;
+    else askToken("The bearer token this view sends to the server.", false);
+  }
+
+  // A read answered 401: the token sent was wrong (forget it), or none was sent.
+  // One sent before the form gave another is stale: the new one is on its way.
+  function readRefused(error) {
+    if (error.token !== token()) return;
+    if (error.token) sessionStorage.removeItem(TOKEN_KEY);
+    showToken();
+    if (error.token) askToken("The token was refused (" + error.message + "): give this server's token.", true);
+    else askToken("This view needs the server's bearer token.", true);
+  }
+
   // -- talking to the server ----------------------------------------------
+
+  // An answer's JSON, or its text as the message (a plain-text error).
+  async function answerOf(response) {
+    const text = await response.text();
+    try {
+      const data = JSON.parse(text);
+      if (data && typeof data === "object") return data;
+    } catch (e) {
+      // not JSON: the text is the message
+    }
+    return { message: text.trim() };
+  }
+
+  // The view's errors carry "message"; the HTTP API's carry "error.message".
+  function messageOf(response, answer) {
+    const error = answer.error;
+    return answer.message || (error && error.message) || "HTTP " + response.status;
+  }
 
   async function getJson(path, params) {
     const url = path + "?" + new URLSearchParams(params || {}).toString();
-    const response = await fetch(url, { credentials: "omit", cache: "no-store" });
-    let data = {};
-    try {
-      data = await response.json();
-    } catch (e) {
-      data = { message: "HTTP " + response.status };
-    }
+    const sent = token();
+    const response = await fetch(url, { credentials: "omit", cache: "no-store", headers: withToken({}, sent) });
+    const data = await answerOf(response);
     if (!response.ok) {
-      const error = new Error(data.message || "HTTP " + response.status);
+      const error = new Error(messageOf(response, data));
       error.status = response.status;
+      error.token = sent;
       throw error;
     }
     return data;
   }
 
-  function showToken() {
-    const button = document.getElementById("token");
-    button.textContent = sessionStorage.getItem(TOKEN_KEY) ? "token ✓" : "token";
-  }
-
-  function askToken() {
-    const given = window.prompt("Bearer token for retry, redrive and purge (kept for this tab only):");
-    if (given !== null && given.trim()) sessionStorage.setItem(TOKEN_KEY, given.trim());
-    else if (given !== null) sessionStorage.removeItem(TOKEN_KEY);
-    showToken();
-    return sessionStorage.getItem(TOKEN_KEY);
-  }
-
-  // A mutation: POST with the bearer token (asked once, kept in sessionStorage).
+  // A mutation: a JSON POST with the token. A refusal is reported where the
+  // button is, and the form offered; the next read tells whether the token is
+  // wrong for reading too.
   async function post(path, data) {
-    const token = sessionStorage.getItem(TOKEN_KEY) || askToken();
-    if (!token) return { ok: false, message: "no token given" };
     const response = await fetch(path, {
       method: "POST",
       credentials: "omit",
-      headers: { "Content-Type": "application/json", Authorization: "Bearer " + token },
+      headers: withToken({ "Content-Type": "application/json" }, token()),
       body: JSON.stringify(data),
     });
-    let answer = {};
-    try {
-      answer = await response.json();
-    } catch (e) {
-      answer = {};
-    }
+    const answer = await answerOf(response);
     if (response.status === 401) {
-      sessionStorage.removeItem(TOKEN_KEY);
-      showToken();
-      return { ok: false, message: "the token was refused; press the button again to give another" };
+      const why = messageOf(response, answer);
+      askToken("Refused (" + why + "): give this server's token.", false);
+      return { ok: false, message: "refused: " + why };
     }
-    if (!response.ok) return { ok: false, message: answer.message || "HTTP " + response.status };
+    if (!response.ok) return { ok: false, message: messageOf(response, answer) };
     return Object.assign({ ok: true }, answer);
   }
 
-  // Runs refresh() now and every POLL_MS (not while the tab is hidden).
+  // Runs refresh() now and every POLL_MS (not while the tab is hidden, nor
+  // while the page waits for a token).
   function poll(refresh) {
     let timer = null;
     async function tick() {
       clearTimeout(timer);
-      if (!document.hidden) {
+      if (!document.hidden && !wanted) {
         try {
           await refresh();
+          if (!wanted) document.querySelector("main").hidden = false;
           status("updated " + new Date().toLocaleTimeString(), false);
         } catch (error) {
-          status(error.message, true);
+          if (error.status === 401) readRefused(error);
+          else status(error.message, true);
         }
       }
       timer = setTimeout(tick, POLL_MS);
     }
     document.addEventListener("visibilitychange", () => document.hidden || tick());
+    wake = tick;
     tick();
     return tick;
   }
@@ -409,7 +471,8 @@
     });
   }
 
-  document.getElementById("token").addEventListener("click", askToken);
+  document.getElementById("token").addEventListener("click", tokenButton);
+  document.getElementById("token-form").addEventListener("submit", useToken);
   showToken();
   const pages = { overview: overviewPage, queue: queuePage, job: jobPage };
   pages[body.dataset.page]();
