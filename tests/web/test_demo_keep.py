@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import threading
+import urllib.error
 import urllib.request
 
 import pytest
@@ -47,9 +48,16 @@ def read_until(lines: queue.Queue[str], pattern: str, seen: list[str], timeout: 
     return found[0]
 
 
-def fetch(url: str) -> tuple[int, str]:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return response.status, response.read().decode("utf-8")
+def fetch(url: str, token: str | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode("utf-8")
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read().decode("utf-8")
 
 
 @pytest.mark.slow
@@ -59,12 +67,14 @@ def test_demo_keep_serves_the_view_until_ctrl_c() -> None:
         lines, seen = lines_of(process), []
         redis_pid = int(read_until(lines, r"embedded redis-server \(pid (\d+)\)", seen, 60))
         view = read_until(lines, r"web view  (http://127\.0\.0\.1:\d+/)", seen, 120)
+        [token] = re.findall(r"web view  \S+ \(token (\S+): the page asks for it\)", "".join(seen))
         assert any("ok   nothing lost" in line for line in seen), "".join(seen)
         assert any(re.search(r"metrics   http://127\.0\.0\.1:\d+/metrics", s) for s in seen)
 
-        status, page = fetch(view)
+        status, page = fetch(view)  # the page loads without the token, its data does not
         assert status == 200 and 'data-page="overview"' in page
-        status, body = fetch(view + "ui/api/overview")
+        assert fetch(view + "ui/api/overview")[0] == 401
+        status, body = fetch(view + "ui/api/overview", token)
         names = {q["name"] for q in json.loads(body)["queues"]}
         assert {"demo.jobs", "demo.sessions"} <= names
         assert len(json.loads(body)["workers"]) == 2

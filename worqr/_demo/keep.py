@@ -57,7 +57,7 @@ def _web_view(url: str, settings: Settings, out: Callable[[str], None]) -> Itera
     server = WebServer(lambda: AsyncWorqr(url, settings=settings), token=token)
     server.start()
     try:
-        yield f"  web view  {server.url} (token for retry and purge: {token})"
+        yield f"  web view  {server.url} (token {token}: the page asks for it)"
     finally:
         server.stop()
 
