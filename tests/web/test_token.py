@@ -2,12 +2,15 @@
 in both applications that serve the view: `standalone_app(token=...)` and
 `worqr http`'s (`create_app(..., extra_routes=web_routes(guard=require_token))`).
 The pages and their static files load without it; without a token the reads
-are open as before (issue 27)."""
+are open as before (issue 27). The last test runs the real `worqr http`."""
 
 from __future__ import annotations
 
 import asyncio
+import selectors
+import subprocess
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,6 +19,8 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 import worqr
+from tests.support.cli import start_cli
+from tests.support.processes import stop
 from tests.support.timing import QUIET
 from tests.web.conftest import TOKEN
 from worqr.http import create_app
@@ -215,3 +220,38 @@ def test_without_a_token_worqr_http_keeps_its_loopback_rules(
 def test_an_empty_token_is_refused() -> None:
     with pytest.raises(ValueError, match="empty"):
         bearer_guard("")
+
+
+def first_line(process: subprocess.Popen[bytes], timeout: float = 20) -> str:
+    """The first line ``process`` prints on stdout, within ``timeout`` seconds."""
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            raise AssertionError(f"no line on stdout within {timeout} s")
+    return process.stdout.readline().decode()
+
+
+@pytest.mark.slow
+def test_worqr_http_with_a_token_file_guards_the_views_reads(
+    redis_url: str, prefix: str, queues: worqr.Worqr, tmp_path: Path
+) -> None:
+    token = f"{TOKEN}-0123456789"  # the command wants 16 characters or more
+    token_file = tmp_path / "token.txt"
+    token_file.write_text(token + "\n")
+    token_file.chmod(0o600)
+    auth = {"Authorization": f"Bearer {token}"}
+    options = ["--port", "0", "--token-file", str(token_file), "--url", redis_url]
+    with open(tmp_path / "server.log", "wb") as log:
+        process = start_cli("http", *options, "--prefix", prefix, stderr=log)
+    try:
+        line = first_line(process)
+        assert line.startswith("worqr http: serving on http://127.0.0.1:"), line
+        with httpx.Client(base_url=line.split()[4], timeout=20) as http:
+            for path, params in READS:
+                assert http.get(path, params=params).status_code == 401, path
+                assert http.get(path, params=params, headers=auth).status_code == 200, path
+            for path in PAGES:
+                assert http.get(path).status_code == 200, path
+    finally:
+        stop(process)

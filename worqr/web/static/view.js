@@ -182,7 +182,7 @@
     const answer = await answerOf(response);
     if (response.status === 401) {
       const why = messageOf(response, answer);
-      askToken("Refused (" + why + "): give this server's token.", false);
+      askToken("Refused: " + why + ".", false); // the server's reason: wrong token, or read-only
       return { ok: false, message: "refused: " + why };
     }
     if (!response.ok) return { ok: false, message: messageOf(response, answer) };
