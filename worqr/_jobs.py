@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 import random
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._checks import count, number, optional_seconds, seconds
 from ._process import Process, decode_task
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ TERMINAL: frozenset[JobState] = frozenset({"finished", "failed", "cancelled"})
 MAX_ID_CHARS = 256
 APPLIED_TTL_MS = 24 * 3600 * 1000  # how long a target remembers a flow hop it applied
 MAX_ERROR_CHARS = 1024
+MAX_BACKOFF_FACTOR = 1000.0  # the delay grows by at most this each failure (1000x: hours in 3)
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
@@ -73,23 +74,6 @@ def validate_job_id(id: object) -> str:
     return id
 
 
-def _number(name: str, value: object, *, minimum: float = 0.0, above: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
-    if not math.isfinite(value) or value < minimum or (above and value == minimum):
-        bound = f"> {minimum:g}" if above else f">= {minimum:g}"
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
-    return float(value)
-
-
-def _count(name: str, value: object, *, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 @dataclass(frozen=True, slots=True)
 class Backoff:
     """The delay before a failed job's next attempt: ``min(max, base *
@@ -103,12 +87,10 @@ class Backoff:
     jitter: float = 0.5
 
     def __post_init__(self) -> None:
-        _number("Backoff.base", self.base)
-        _number("Backoff.factor", self.factor, minimum=1.0)
-        _number("Backoff.max", self.max)
-        jitter = _number("Backoff.jitter", self.jitter)
-        if jitter > 1:
-            raise ValueError(f"Backoff.jitter must be between 0 and 1, got {self.jitter!r}")
+        seconds("Backoff.base", self.base)
+        number("Backoff.factor", self.factor, low=1.0, high=MAX_BACKOFF_FACTOR)
+        seconds("Backoff.max", self.max)
+        number("Backoff.jitter", self.jitter, low=0.0, high=1.0)
 
     def delay(self, failures: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after the ``failures``-th failure (1-based)."""
@@ -183,10 +165,9 @@ class JobSettings:
     """What scripts need of these settings, as their JSON argument (ms)."""
 
     def __post_init__(self) -> None:
-        _count("retries", self.retries)
+        count("retries", self.retries)
         check_backoff(self.backoff)
-        if self.timeout is not None:
-            _number("timeout", self.timeout, above=True)
+        optional_seconds("timeout", self.timeout, above=True)
         for name in (
             "result_ttl",
             "failure_ttl",
@@ -196,7 +177,7 @@ class JobSettings:
             "misfire_grace",
             "relay_lease",
         ):
-            _number(name, getattr(self, name))
+            seconds(name, getattr(self, name))
         for name in (
             "max_retained",
             "max_result_bytes",
@@ -205,7 +186,7 @@ class JobSettings:
             "skip_budget",
             "submit_chunk",
         ):
-            _count(name, getattr(self, name), minimum=1)
+            count(name, getattr(self, name), low=1)
         policy = json.dumps(
             {
                 "result_ttl": ms(self.result_ttl),
@@ -229,7 +210,7 @@ class JobSettings:
 def check_backoff(backoff: object) -> Backoff | float:
     if isinstance(backoff, Backoff):
         return backoff
-    return _number("backoff", backoff)
+    return seconds("backoff", backoff)
 
 
 def ms(seconds: float) -> int:

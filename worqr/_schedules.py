@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ._checks import flag, seconds
 
 BUFFER = 8
 """Fire times of a cron schedule computed ahead (the scripts ask for more when
@@ -136,11 +137,7 @@ def check_cron(expression: object, tz: ZoneInfo) -> str:
 
 
 def check_every(every: object) -> int:
-    if isinstance(every, bool) or not isinstance(every, int | float):
-        raise TypeError(f"every must be a number of seconds, not {type(every).__name__}")
-    if not math.isfinite(every) or every <= 0:
-        raise ValueError(f"every must be a finite number of seconds > 0, got {every!r}")
-    every_ms = round(every * 1000)
+    every_ms = round(seconds("every", every, above=True) * 1000)
     if every_ms < 1:
         raise ValueError(f"every must be at least 0.001 seconds, got {every!r}")
     return every_ms
@@ -164,11 +161,10 @@ def schedule_spec(
         raise ValueError("give cron or every, exactly one of them")
     zone = check_tz(tz)
     assert isinstance(tz, str)
-    if not isinstance(overlap, bool):
-        raise TypeError(f"overlap must be True or False, not {type(overlap).__name__}")
+    overlaps = flag("overlap", overlap)
     if cron is not None:
-        return ScheduleSpec(name, check_cron(cron, zone), None, tz, overlap, options, payload)
-    return ScheduleSpec(name, None, check_every(every), tz, overlap, options, payload)
+        return ScheduleSpec(name, check_cron(cron, zone), None, tz, overlaps, options, payload)
+    return ScheduleSpec(name, None, check_every(every), tz, overlaps, options, payload)
 
 
 def check_schedule_options(options: dict[str, Any]) -> None:

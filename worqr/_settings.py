@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ._checks import count, flag, seconds
 from ._jobs import JobSettings
 from ._keys import validate_name
 
@@ -17,13 +17,6 @@ def with_overrides(settings: T, **overrides: Any) -> T:
     """``settings`` with every override that is not None (validated again)."""
     given = {name: value for name, value in overrides.items() if value is not None}
     return dataclasses.replace(settings, **given) if given else settings  # type: ignore[type-var]
-
-
-def _positive(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,22 +75,14 @@ class Settings:
             "retry_deadline",
             "max_blocked",
         ):
-            _positive(name, getattr(self, name))
+            seconds(name, getattr(self, name), above=True)
         for name in ("max_task_bytes", "failed_max", "requeue_chunk"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if (
-            isinstance(self.max_recoveries, bool)
-            or not isinstance(self.max_recoveries, int)
-            or self.max_recoveries < 0
-        ):
-            raise ValueError(f"max_recoveries must be an integer >= 0, got {self.max_recoveries!r}")
-        replicas = self.wait_replicas
-        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
-            raise ValueError(f"wait_replicas must be an integer >= 0, got {replicas!r}")
-        _positive("wait_timeout", self.wait_timeout)
-        if replicas and self.wait_timeout >= self.socket_timeout:
+            count(name, getattr(self, name), low=1)
+        count("max_recoveries", self.max_recoveries)
+        count("wait_replicas", self.wait_replicas)
+        seconds("wait_timeout", self.wait_timeout, above=True)
+        flag("decode_tasks", self.decode_tasks)
+        if self.wait_replicas and self.wait_timeout >= self.socket_timeout:
             raise ValueError(
                 f"wait_timeout ({self.wait_timeout}) must be shorter than socket_timeout "
                 f"({self.socket_timeout}), or the wait would end as an ambiguous timeout"

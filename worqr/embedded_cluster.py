@@ -21,6 +21,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from ._checks import count
 from .embedded import EmbeddedRedis
 
 SLOTS = 16384
@@ -85,10 +86,8 @@ class EmbeddedCluster:
         binary: str | None = None,
         extra_args: Sequence[str] = (),
     ) -> None:
-        if isinstance(masters, bool) or not isinstance(masters, int) or masters < 1:
-            raise ValueError(f"masters must be a positive int, got {masters!r}")
-        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
-            raise ValueError(f"replicas must be an int >= 0, got {replicas!r}")
+        count("masters", masters, low=1)
+        count("replicas", replicas)
         options = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
         options += ["--cluster-node-timeout", str(node_timeout_ms), *extra_args]
         self.servers = [

@@ -311,11 +311,12 @@ def test_dequeue_many_takes_up_to_count_from_the_front(
     assert [p.task for p in rest] == ["d", "e"]
     assert worker.dequeue_many("q", 4) == []
     assert {p.id for p in first}.isdisjoint(p.id for p in rest)
-    for bad in (0, -1, 1.5):
+    for bad in (0, -1, 2**31):
         with pytest.raises(ValueError):
-            worker.dequeue_many("q", bad)  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
-        worker.dequeue_many("q", True)  # type: ignore[arg-type]
+            worker.dequeue_many("q", bad)
+    for wrong in (1.5, True):
+        with pytest.raises(TypeError):
+            worker.dequeue_many("q", wrong)  # type: ignore[arg-type]
 
 
 def test_a_huge_dequeue_many_runs_in_short_chunks(

@@ -44,9 +44,11 @@ def test_complete_finishes_a_batch_and_takes_the_next_in_one_script_call(
     assert worker.count_processes(Q) == 0 and worker.count_tasks(Q) == 0
     stats = worker.get_stats(Q)
     assert stats["finished"] == 7 and stats["dequeued"] == 7
-    for bad in (-1, True, 1.5):
-        with pytest.raises(ValueError):
-            worker.complete(Q, [], bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        worker.complete(Q, [], -1)
+    for wrong in (True, 1.5):
+        with pytest.raises(TypeError):
+            worker.complete(Q, [], wrong)  # type: ignore[arg-type]
 
 
 def test_complete_accepts_only_processes_that_still_exist(

@@ -378,6 +378,8 @@ def test_an_unreachable_server_never_shows_the_password(
         ("ttl", math.inf, ValueError),
         ("ttl", "3", TypeError),
         ("ttl", True, TypeError),
+        ("ttl", 1e10, ValueError),  # past MAX_SECONDS: no wait on this machine holds it
+        ("ttl", 10**400, ValueError),  # an int too large for a float
         ("heartbeat", 0, ValueError),
         ("heartbeat", 3.0, ValueError),  # not shorter than ttl (3.0)
         ("heartbeat", 5.0, ValueError),
@@ -385,14 +387,15 @@ def test_an_unreachable_server_never_shows_the_password(
         ("socket_timeout", -0.1, ValueError),
         ("retry_deadline", 0, ValueError),
         ("max_task_bytes", 0, ValueError),
-        ("max_task_bytes", 1.5, ValueError),
-        ("max_task_bytes", True, ValueError),
+        ("max_task_bytes", 1.5, TypeError),
+        ("max_task_bytes", True, TypeError),
         ("failed_max", 0, ValueError),
+        ("failed_max", 2**31, ValueError),
         ("requeue_chunk", 0, ValueError),
-        ("requeue_chunk", "10", ValueError),
+        ("requeue_chunk", "10", TypeError),
         ("max_recoveries", -1, ValueError),  # -1 is per queue only (configure_queue)
-        ("max_recoveries", 1.0, ValueError),
-        ("max_recoveries", True, ValueError),
+        ("max_recoveries", 1.0, TypeError),
+        ("max_recoveries", True, TypeError),
     ],
 )
 def test_bad_settings_raise(field: str, value: object, error: type[Exception]) -> None:

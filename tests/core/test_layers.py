@@ -1,7 +1,7 @@
 """The package's folders are its layers, and imports only go down.
 
-    base      _errors, _keys, _settings, _process, _hooks, _jobs, _schedules, _flows, _version,
-              embedded*, _parent_death
+    base      _checks, _errors, _keys, _settings, _process, _hooks, _jobs, _schedules, _flows,
+              _version, embedded*, _parent_death
     _core     sans-I/O: plans, script builders, replies, cluster routing
     _clients  the two colours (Worqr, AsyncWorqr), connections, subscribers
     _runtime  the Worker
@@ -29,6 +29,7 @@ from tests.support import ROOT
 PACKAGE = ROOT / "worqr"
 
 RANKS = {
+    "_checks": 0,
     "_errors": 0,
     "_keys": 0,
     "_settings": 0,

@@ -342,6 +342,34 @@ def test_get_jobs_pages_through_each_state(make: Make) -> None:
         producer.get_jobs("q", "queued", cursor="nonsense")
 
 
+def test_any_cursor_of_digits_is_taken_by_every_state_and_nothing_else_is(make: Make) -> None:
+    """A cursor is a number below 10**19 for every state (queued ones cross the
+    three segments of run order); one past the end is an empty last page, and
+    anything else is a ValueError before Redis sees it."""
+    producer = make()
+    producer.submit_many("q", ["hi-a", "hi-b"], priority=5)
+    producer.submit_many("q", ["mid-a", "mid-b", "mid-c"])
+    producer.submit("q", "lo-a", priority=-5)
+    seen: list[str | bytes | None] = []
+    cursor, pages = None, 0
+    while True:
+        page, cursor = producer.get_jobs("q", "queued", limit=2, cursor=cursor)
+        seen += [job.payload for job in page]
+        pages += 1
+        if cursor is None:
+            break
+        assert cursor.isdigit()
+    assert seen == ["hi-a", "hi-b", "mid-a", "mid-b", "mid-c", "lo-a"] and pages >= 3
+    for state in STATES:
+        for far in ("9" * 19, str(2**53 * 3)):
+            page, after = producer.get_jobs("q", state, cursor=far)
+            if state != "active":  # an HSCAN cursor may still find entries
+                assert (page, after) == ([], None), (state, far)
+        for bad in ("nonsense", "-1", "1" * 20, "\u0661", " 1", "hi:0", "", "1.0"):
+            with pytest.raises(ValueError, match="cursor"):
+                producer.get_jobs("q", state, cursor=bad)
+
+
 def test_retention_is_logical_and_bounded(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:

@@ -111,9 +111,13 @@ def test_limits_are_checked_before_anything_is_written(wq: worqr.Worqr) -> None:
         ({"rate": (0, 1.0)}, ValueError),
         ({"rate": (5, 0)}, ValueError),
         ({"rate": (5,)}, TypeError),
-        ({"rate": (2_000_000, 1.0)}, ValueError),
+        ({"rate": (5, 0.0009)}, ValueError),  # under a millisecond
+        ({"rate": (5, 31 * 24 * 3600)}, ValueError),  # over 30 days
         ({"max_active": 0}, ValueError),
-        ({"max_active": True}, ValueError),
+        ({"max_active": True}, TypeError),
+        ({"rate": (5, 1e308)}, ValueError),
+        ({"rate": (5, float("nan"))}, ValueError),
+        ({"rate": (2**64, 1.0)}, ValueError),
         ({"max_active": 2, "max_recoveries": -2}, ValueError),
     ]:
         with pytest.raises(error):

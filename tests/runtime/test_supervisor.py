@@ -261,20 +261,23 @@ def test_children_killed_while_starting_are_restarted_too(family: Family) -> Non
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "error"),
+    ("field", "value", "kind", "error"),
     [
-        ("max_start_failures", -1, "max_start_failures must be an integer >= 0"),
-        ("max_start_failures", 2.5, "max_start_failures must be an integer >= 0"),
-        ("max_start_failures", True, "max_start_failures must be an integer >= 0"),
-        ("failure_window", 0, "failure_window must be a positive finite number"),
-        ("failure_window", float("inf"), "failure_window must be a positive finite number"),
-        ("backoff", -0.1, "backoff must be a positive finite number"),
+        ("max_start_failures", -1, ValueError, "max_start_failures must be an int from 0"),
+        ("max_start_failures", 2.5, TypeError, "max_start_failures must be an int"),
+        ("max_start_failures", True, TypeError, "max_start_failures must be an int"),
+        ("failure_window", 0, ValueError, "failure_window must be a number of seconds > 0"),
+        ("failure_window", float("inf"), ValueError, "failure_window must be a number of sec"),
+        ("backoff", -0.1, ValueError, "backoff must be a number of seconds > 0"),
+        ("backoff", 1e10, ValueError, "backoff must be a number of seconds > 0"),
     ],
 )
-def test_restart_policy_refuses_bad_values(field: str, value: object, error: str) -> None:
+def test_restart_policy_refuses_bad_values(
+    field: str, value: object, kind: type[Exception], error: str
+) -> None:
     from worqr._cli.supervisor import RestartPolicy
 
-    with pytest.raises(ValueError, match=error):
+    with pytest.raises(kind, match=error):
         RestartPolicy(**{field: value})  # type: ignore[arg-type]
 
 

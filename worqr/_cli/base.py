@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from redis.exceptions import RedisClusterException, RedisError
 
+from .._checks import MAX_COUNT, MAX_SECONDS
 from .._clients.connect import resolve_url
 from .._clients.sentinel import cli_url
 from .._clients.sync_client import Worqr
@@ -68,9 +69,12 @@ def prefix_name(value: str) -> str:
 
 def _integer(value: str) -> int:
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if abs(number) > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_COUNT:,}, got {value}")
+    return number
 
 
 def _number(value: str) -> float:
@@ -95,16 +99,26 @@ def non_negative_int(value: str) -> int:
 
 
 def positive_float(value: str) -> float:
+    """Seconds > 0, at most the library's `MAX_SECONDS`."""
     number = _number(value)
-    if not number > 0 or number == float("inf"):
+    if not number > 0:  # NaN fails every comparison
         raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
-    return number
+    return _at_most_max_seconds(number, value)
 
 
 def non_negative_float(value: str) -> float:
+    """Seconds >= 0, at most the library's `MAX_SECONDS`."""
     number = _number(value)
-    if not 0 <= number < float("inf"):
+    if not number >= 0:
         raise argparse.ArgumentTypeError(f"must be a number >= 0, got {value}")
+    return _at_most_max_seconds(number, value)
+
+
+def _at_most_max_seconds(number: float, value: str) -> float:
+    if number > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds up to {MAX_SECONDS:,}, got {value}"
+        )
     return number
 
 

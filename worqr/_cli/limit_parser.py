@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, queue_name
+from .._core.limits import rate_fields
+from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, positive_int, queue_name
 
 if TYPE_CHECKING:
     from .parser import Subcommands
@@ -22,8 +23,10 @@ def rate_spec(text: str) -> tuple[int, float]:
         raise argparse.ArgumentTypeError(
             f"a rate is N/SECONDS (e.g. 20/1, 100/m), not {text!r}"
         ) from None
-    if n < 1 or not seconds > 0:
-        raise argparse.ArgumentTypeError(f"a rate needs N >= 1 and SECONDS > 0, not {text!r}")
+    try:
+        rate_fields((n, seconds))  # the library's own check, bounds included
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
     return n, seconds
 
 
@@ -39,7 +42,7 @@ def add_limit_command(commands: Subcommands) -> None:
     rate.add_argument("--rate", type=rate_spec, metavar="N/SECONDS", help="e.g. 20/1 or 100/m")
     rate.add_argument("--no-rate", action="store_true", help="remove the rate limit")
     cap = parser.add_mutually_exclusive_group()
-    cap.add_argument("--max-active", type=int, metavar="N", help="cap on active jobs")
+    cap.add_argument("--max-active", type=positive_int, metavar="N", help="cap on active jobs")
     cap.add_argument("--no-max-active", action="store_true", help="remove the cap")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     add_connection_options(parser)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 
+from .._checks import count, seconds
+
 KILLED_BY = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
 """Deaths by these signals are someone's decision, not a crash of the child's own."""
 
@@ -43,14 +45,8 @@ class RestartPolicy:
 
     def __post_init__(self) -> None:
         for name in ("backoff", "max_backoff", "stable_after", "failure_window"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise TypeError(f"{name} must be a number, not {type(value).__name__}")
-            if not 0 < value < float("inf"):
-                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-        limit = self.max_start_failures
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError(f"max_start_failures must be an integer >= 0, got {limit!r}")
+            seconds(name, getattr(self, name), above=True)
+        count("max_start_failures", self.max_start_failures)
 
     def delay(self, failures: int) -> float:
         """The backoff after a slot's ``failures``-th start-up failure in a row."""

@@ -28,6 +28,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.sentinel import Sentinel
 
+from .._checks import count
 from .resend import no_redis_retries
 
 SCHEME = "redis+sentinel"
@@ -78,8 +79,7 @@ class SentinelTarget:
                 raise ValueError(f"each sentinel must be a (host, port) pair, got {entry!r}")
         if not isinstance(self.service_name, str) or not self.service_name.strip():
             raise ValueError("service_name must be a non-empty string (the name Sentinel monitors)")
-        if isinstance(self.db, bool) or not isinstance(self.db, int) or self.db < 0:
-            raise ValueError(f"db must be an integer >= 0, got {self.db!r}")
+        count("db", self.db)
 
     def url(self) -> str:
         """The URL form, without any password (safe to show)."""

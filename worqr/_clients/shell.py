@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from .._checks import flag
 from .._core import Core
 from .._hooks import Hooks, Observer, ObserverHooks
 from .._settings import Settings, with_overrides
@@ -47,8 +48,7 @@ class Shell:
         sentinels: Iterable[Any] | None = None,
         service_name: str | None = None,
     ) -> None:
-        if not isinstance(cluster, bool):
-            raise TypeError(f"cluster must be True or False, not {type(cluster).__name__}")
+        flag("cluster", cluster)
         self.settings = with_overrides(
             settings or Settings(),
             prefix=prefix,

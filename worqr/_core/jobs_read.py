@@ -9,6 +9,7 @@ import time
 import uuid
 from typing import Any
 
+from .._checks import count, optional_seconds
 from .._errors import JobCancelledError, JobFailedError, JobNotFoundError, WrongQueueKindError
 from .._jobs import (
     STATE_CODES,
@@ -28,6 +29,8 @@ from .job_record import hot_field, merge_record
 from .relay import Relay
 
 MAX_PAGE = 1000
+MAX_OFFSET = 2**53  # a page's offset (Redis takes up to 2**63; 2**53 stays exact in JSON)
+MAX_CURSOR_DIGITS = 19  # below 2**64: every such number is a cursor HSCAN takes
 QUEUED_SEGMENTS = ("hi", "list", "lo")  # priority > 0, priority 0, priority < 0
 
 
@@ -69,10 +72,7 @@ class JobReads(Relay):
         until it ends or ``timeout`` seconds pass (None: no limit; 0: read once)."""
         keys = self.queue_keys(queue)
         validate_job_id(id)
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0
-        ):
-            raise ValueError(f"timeout must be None or a number >= 0, got {timeout!r}")
+        optional_seconds("timeout", timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         waiter = None
         if timeout != 0:
@@ -206,47 +206,59 @@ class JobReads(Relay):
         be short; iteration ends when the cursor comes back None."""
         keys = self.queue_keys(queue)
         _state_of(state)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
-            raise ValueError(f"limit must be an int from 1 to {MAX_PAGE}, got {limit!r}")
-        if cursor is not None and not isinstance(cursor, str):
-            raise TypeError(f"cursor must be a str from get_jobs, not {type(cursor).__name__}")
+        count("limit", limit, low=1, high=MAX_PAGE)
+        position = cursor_position(cursor)
         now_ms = round((yield from self.server_time()) * 1000)
         if state == "queued":
-            entries, after = yield from self._queued_page(keys, limit, cursor)
-        elif state in ("delayed", "retrying"):
-            zset = keys.job_delayed if state == "delayed" else keys.job_retrying
-            offset = _offset(cursor)
-            found = yield command("ZRANGE", zset, offset, offset + limit - 1)
-            entries = [text(entry) for entry in found]
-            after = str(offset + limit) if len(found) == limit else None
+            entries, after = yield from self._queued_page(keys, limit, position)
         elif state == "active":
-            position, found = yield command("HSCAN", keys.processes, cursor or "0", "COUNT", limit)
-            values = found.values() if isinstance(found, dict) else found[1::2]
-            entries = [text(entry) for entry in values]
-            after = None if int(position) == 0 else str(int(position))
+            entries, after = yield from self._active_page(keys, limit, position)
         else:
-            zset = {"finished": keys.job_finished, "failed": keys.job_failed}.get(
-                state, keys.job_cancelled
-            )
-            offset = _offset(cursor)
-            found = yield command(
-                "ZREVRANGEBYSCORE", zset, "+inf", f"({now_ms}", "LIMIT", offset, limit
-            )
-            entries = [text(id) for id in found]  # ids: a terminal job has no live entry
-            after = str(offset + limit) if len(found) == limit else None
+            entries, after = yield from self._ranked_page(keys, state, limit, position, now_ms)
         if cursor is None and (not entries or state == "queued"):
             # Nothing found, or queued entries that may be a task queue's payloads.
             yield from self.refuse_task_queue(queue)
         jobs = yield from self._read_jobs(queue, keys, entries, state, now_ms)
         return jobs, after
 
-    def _queued_page(
-        self, keys: QueueKeys, limit: int, cursor: str | None
+    def _ranked_page(
+        self, keys: QueueKeys, state: str, limit: int, offset: int, now_ms: int
     ) -> Plan[tuple[list[str], str | None]]:
-        segment, _, offset_text = (cursor or "hi:0").partition(":")
-        if segment not in QUEUED_SEGMENTS or not offset_text.isdigit():
-            raise ValueError(f"not a cursor of queued jobs: {cursor!r}")
-        offset, entries = int(offset_text), list[str]()
+        """Delayed and retrying entries by due time; terminal ids latest first
+        (those past their purge time left out)."""
+        if offset >= MAX_OFFSET:
+            return [], None  # past any end (and past what Redis takes as an offset)
+        if state in ("delayed", "retrying"):
+            zset = keys.job_delayed if state == "delayed" else keys.job_retrying
+            found = yield command("ZRANGE", zset, offset, offset + limit - 1)
+        else:
+            zset = {"finished": keys.job_finished, "failed": keys.job_failed}.get(
+                state, keys.job_cancelled
+            )
+            found = yield command(
+                "ZREVRANGEBYSCORE", zset, "+inf", f"({now_ms}", "LIMIT", offset, limit
+            )
+        after = str(offset + limit) if len(found) == limit else None
+        return [text(entry) for entry in found], after
+
+    def _active_page(
+        self, keys: QueueKeys, limit: int, position: int
+    ) -> Plan[tuple[list[str], str | None]]:
+        """Active entries, unordered: HSCAN of the processes from ``position``
+        (any value below 2**64 is a cursor HSCAN takes)."""
+        after, found = yield command("HSCAN", keys.processes, position, "COUNT", limit)
+        values = found.values() if isinstance(found, dict) else found[1::2]
+        return [text(entry) for entry in values], None if int(after) == 0 else str(int(after))
+
+    def _queued_page(
+        self, keys: QueueKeys, limit: int, position: int
+    ) -> Plan[tuple[list[str], str | None]]:
+        """Queued entries in run order: prioritised ones (a zset), the list, then
+        the ones of negative priority. The cursor is ``offset * 3 + segment``."""
+        offset, index = divmod(position, len(QUEUED_SEGMENTS))
+        if offset >= MAX_OFFSET:
+            return [], None
+        segment, entries = QUEUED_SEGMENTS[index], list[str]()
         while len(entries) < limit:
             want = limit - len(entries)
             if segment == "hi":
@@ -268,7 +280,7 @@ class JobReads(Relay):
             if following == len(QUEUED_SEGMENTS):
                 return entries, None
             segment, offset = QUEUED_SEGMENTS[following], 0
-        return entries, f"{segment}:{offset}"
+        return entries, str(offset * len(QUEUED_SEGMENTS) + QUEUED_SEGMENTS.index(segment))
 
     def _read_jobs(
         self, queue: str, keys: QueueKeys, entries: list[str], state: str, now_ms: int
@@ -312,9 +324,15 @@ class JobReads(Relay):
         return jobs
 
 
-def _offset(cursor: str | None) -> int:
+def cursor_position(cursor: object) -> int:
+    """A cursor of `get_jobs` as the number it stands for (0: the first page).
+    A cursor is decimal digits below 10**19, valid for every state (one past
+    the end gives an empty last page); anything else is refused before it
+    reaches Redis, whose error reply would read as an outage."""
     if cursor is None:
         return 0
-    if not cursor.isdigit():
-        raise ValueError(f"not a cursor of this state: {cursor!r}")
+    if not isinstance(cursor, str):
+        raise TypeError(f"cursor must be a str from get_jobs, not {type(cursor).__name__}")
+    if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= MAX_CURSOR_DIGITS):
+        raise ValueError(f"not a cursor from get_jobs: {cursor!r}")
     return int(cursor)

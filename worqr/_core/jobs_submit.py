@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .._checks import MAX_EPOCH_SECONDS, count, flag, optional_count, optional_seconds
 from .._errors import WorqrError, WrongQueueKindError
 from .._jobs import JobRef, check_backoff, ms, new_job_id, validate_job_id
 from . import job_scripts
@@ -18,18 +18,6 @@ from .job_scripts import SubmitItem
 from .produce import REGISTRY_REFRESH, Producing
 
 MAX_PRIORITY = 1_000_000
-
-
-def _optional_number(name: str, value: object, *, positive: bool = False) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise ValueError(
-            f"{name} must be a finite number {'>' if positive else '>='} 0, got {value!r}"
-        )
-    return float(value)
 
 
 def job_options(
@@ -48,34 +36,26 @@ def job_options(
     if delay is not None and at is not None:
         raise ValueError("give delay or at, not both")
     options: dict[str, Any] = {}
-    seconds = _optional_number("delay", delay)
-    if seconds:
-        options["d"] = ms(seconds)
-    if at is not None:
-        if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
-            raise TypeError(f"at must be epoch seconds (a finite number), not {at!r}")
-        options["A"] = max(0, round(at * 1000))
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise TypeError(f"priority must be an int, not {type(priority).__name__}")
-    if not -MAX_PRIORITY <= priority <= MAX_PRIORITY:
-        raise ValueError(f"priority must be between -{MAX_PRIORITY:,} and {MAX_PRIORITY:,}")
-    if priority:
-        options["P"] = priority
-    if not isinstance(unique, bool):
-        raise TypeError(f"unique must be True or False, not {type(unique).__name__}")
-    if retries is not None:
-        if isinstance(retries, bool) or not isinstance(retries, int):
-            raise TypeError(f"retries must be an int, not {type(retries).__name__}")
-        if retries < 0:
-            raise ValueError(f"retries must be >= 0, got {retries}")
-        options["R"] = retries
+    wait = optional_seconds("delay", delay)
+    if wait:
+        options["d"] = ms(wait)
+    due = optional_seconds("at", at, high=MAX_EPOCH_SECONDS)  # epoch seconds, Redis's clock
+    if due is not None:
+        options["A"] = ms(due)
+    rank = count("priority", priority, low=-MAX_PRIORITY, high=MAX_PRIORITY)
+    if rank:
+        options["P"] = rank
+    flag("unique", unique)
+    tries = optional_count("retries", retries)
+    if tries is not None:
+        options["R"] = tries
     if backoff is not None:
         checked = check_backoff(backoff)
         options["B"] = checked if isinstance(checked, float) else checked.as_wire()
-    limit = _optional_number("timeout", timeout, positive=True)
+    limit = optional_seconds("timeout", timeout, above=True)
     if limit is not None:
         options["T"] = ms(limit)
-    ttl = _optional_number("result_ttl", result_ttl)
+    ttl = optional_seconds("result_ttl", result_ttl)
     if ttl is not None:
         options["k"] = ms(ttl)
     return options

@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from .. import _checks as checks
 from .._errors import WrongQueueKindError
 from .._flows import ChildOutcome, child_outcome
 from .._jobs import Backoff, JobProcess
@@ -48,8 +49,7 @@ class JobWork(Processes, ScheduleRefill):
         in one script call when they all belong to this worker's current id.
         Returns a flag per finish (False: fenced), the jobs taken, and whether
         the take stopped early with jobs maybe left (call again)."""
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ValueError(f"count must be a non-negative integer, got {count!r}")
+        checks.count("count", count)
         keys = self.queue_keys(queue)
         worker = self.require_worker()
         accepted = [False] * len(finished)

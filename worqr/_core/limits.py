@@ -4,10 +4,10 @@ queue's traffic limits back: the rate and cap `job_take.lua` enforces (lib/limit
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from .._checks import count, optional_count, seconds
 from . import job_scripts
 from .calls import Pinned, Plan, command
 from .failures import checked_replies
@@ -22,6 +22,11 @@ class Unset(enum.Enum):
 
 
 UNSET: Final = Unset.UNSET
+MIN_RATE_SECONDS: Final = 0.001
+"""The shortest window of a rate: one millisecond, the unit it is kept in."""
+MAX_RATE_SECONDS: Final = 30 * 24 * 3600
+"""The longest window of a rate (30 days): lib/limit keeps its schedule in
+microseconds, which stay exact Lua integers with a window this long."""
 Keep = Literal[Unset.UNSET]
 
 
@@ -58,37 +63,24 @@ class QueueLimits:
         }
 
 
-def _rate_fields(rate: tuple[int, float] | None) -> tuple[str, str]:
+def rate_fields(rate: tuple[int, float] | None) -> tuple[str, str]:
     """A rate as job_limits.lua's ARGV (starts, window ms); raises on a bad one."""
     if rate is None:
         return "", ""
     if not isinstance(rate, tuple) or len(rate) != 2:
         raise TypeError(f"rate must be (starts, seconds) or None, got {rate!r}")
-    starts, seconds = rate
-    if isinstance(starts, bool) or not isinstance(starts, int) or starts < 1:
-        raise ValueError(f"rate starts must be an int >= 1, got {starts!r}")
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int | float)
-        or not math.isfinite(seconds)
-        or seconds <= 0
-    ):
-        raise ValueError(f"rate seconds must be a number > 0, got {seconds!r}")
-    per_ms = round(seconds * 1000)
-    if per_ms < 1 or per_ms * 1000 < starts:
-        raise ValueError(
-            f"rate {starts}/{seconds:g}s is finer than Redis's clock: at most one start "
-            "per microsecond, over a window of at least 1 ms"
-        )
-    return str(starts), str(per_ms)
+    # Any count over any window from 1 ms to MAX_RATE_SECONDS: lib/limit spaces
+    # starts in (fractions of) microseconds and rounds each take's slots up, so
+    # even a rate finer than its clock is never exceeded.
+    starts = count("rate starts", rate[0], low=1)
+    window = seconds("rate seconds", rate[1], low=MIN_RATE_SECONDS, high=MAX_RATE_SECONDS)
+    return str(starts), str(round(window * 1000))
 
 
 def _max_active_field(max_active: int | None) -> str:
     if max_active is None:
         return ""
-    if isinstance(max_active, bool) or not isinstance(max_active, int) or max_active < 1:
-        raise ValueError(f"max_active must be an int >= 1 or None, got {max_active!r}")
-    return str(max_active)
+    return str(count("max_active", max_active, low=1))
 
 
 LIMIT_FIELDS = ("rate", "per", "max_active", "tat", "shut")
@@ -132,12 +124,9 @@ class Limits(Producing, JobReads):
         every argument is checked before anything is written.
         """
         keys = self.queue_keys(queue)
-        if max_recoveries is not UNSET and max_recoveries is not None:
-            if isinstance(max_recoveries, bool) or not isinstance(max_recoveries, int):
-                raise TypeError("max_recoveries must be an int or None")
-            if max_recoveries < -1:
-                raise ValueError(f"max_recoveries must be >= -1, got {max_recoveries}")
-        starts, per = ("-", "") if rate is UNSET else _rate_fields(rate)
+        if max_recoveries is not UNSET:
+            optional_count("max_recoveries", max_recoveries, low=-1)
+        starts, per = ("-", "") if rate is UNSET else rate_fields(rate)
         cap = "-" if max_active is UNSET else _max_active_field(max_active)
         if rate is not UNSET or max_active is not UNSET:
             publish = self.publish or (yield from self.publish_command())

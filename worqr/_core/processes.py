@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .. import _checks as checks
 from .._keys import QueueKeys
 from .._process import Process, decode_task
 from . import scripts
@@ -23,8 +24,7 @@ DEQUEUE_CHUNK = 500  # most tasks per dequeue script call (bounded scripts): ~3 
 
 class Processes(Membership):
     def dequeue(self, queue: str, count: int = 1) -> Plan[list[Process]]:
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"count must be a positive integer, got {count!r}")
+        checks.count("count", count, low=1)
         keys = self.queue_keys(queue)
         worker = self.require_worker()
         if queue not in self.working:
@@ -105,8 +105,7 @@ class Processes(Membership):
         Returns one flag per finished process, in order (True only if it still
         existed: fenced like `finish_process`), and the new processes.
         """
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ValueError(f"count must be a non-negative integer, got {count!r}")
+        checks.count("count", count)
         keys = self.queue_keys(queue)
         worker = self.require_worker()
         wanted = [self._owner(process) for process in finished]

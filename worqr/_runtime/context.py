@@ -6,6 +6,8 @@ import threading
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from .. import _checks as checks
+from .._checks import optional_seconds
 from .._errors import WorqrError
 from .._process import Process
 
@@ -19,10 +21,7 @@ class Retry(Exception):
     """
 
     def __init__(self, delay: float | None = None) -> None:
-        if delay is not None and (
-            isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0
-        ):
-            raise ValueError(f"Retry delay must be a number of seconds >= 0, got {delay!r}")
+        optional_seconds("Retry delay", delay)
         super().__init__() if delay is None else super().__init__(f"retry in {delay:g} s")
         self.delay = delay
 
@@ -34,10 +33,9 @@ class RateLimited(Exception):
     any worker (`Worqr.configure_queue` sets standing limits)."""
 
     def __init__(self, seconds: float) -> None:
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
-            raise ValueError(f"RateLimited needs a number of seconds > 0, got {seconds!r}")
-        super().__init__(f"rate limited for {seconds:g} s")
-        self.seconds = float(seconds)
+        wait = checks.seconds("RateLimited seconds", seconds, above=True)
+        super().__init__(f"rate limited for {wait:g} s")
+        self.seconds = wait
         self.delay = self.seconds  # the outcome's delay, as for Retry
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from .._checks import count, flag, optional_count, seconds
 from .._keys import validate_name
 from .._settings import Settings
 
@@ -55,24 +55,13 @@ class WorkerSettings:
     def __post_init__(self) -> None:
         if not isinstance(self.client, Settings):
             raise TypeError("client must be a worqr.Settings")
-        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int):
-            raise TypeError("concurrency must be an int")
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
-        grace = self.grace_period
-        if isinstance(grace, bool) or not isinstance(grace, int | float):
-            raise TypeError("grace_period must be a number")
-        if not math.isfinite(grace) or grace < 0:
-            raise ValueError(f"grace_period must be >= 0, got {grace!r}")
+        count("concurrency", self.concurrency, low=1)
+        seconds("grace_period", self.grace_period)
         limits = dict(self.queue_limits)
         for queue, limit in limits.items():
             validate_name(queue)
-            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-                raise ValueError(f"queue limit of {queue!r} must be a positive int, got {limit!r}")
+            count(f"queue limit of {queue!r}", limit, low=1)
         object.__setattr__(self, "queue_limits", MappingProxyType(limits))
-        if self.batch is not None and (
-            isinstance(self.batch, bool) or not isinstance(self.batch, int) or self.batch < 1
-        ):
-            raise ValueError(f"batch must be a positive int or None, got {self.batch!r}")
-        if not isinstance(self.take_ahead, bool):
-            raise TypeError(f"take_ahead must be a bool, got {self.take_ahead!r}")
+        optional_count("batch", self.batch, low=1)
+        flag("take_ahead", self.take_ahead)
+        flag("log_payloads", self.log_payloads)

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import Any, TypeVar
 
+from .._checks import flag
 from .._clients.async_client import AsyncWorqr
 from .._clients.sentinel import sentinel_target
 from .._errors import WorqrError
@@ -97,8 +98,7 @@ class Worker(HandlerRegistry, Lifecycle):
         base = settings or WorkerSettings()
         client = with_overrides(base.client, prefix=prefix)
         self.settings = with_overrides(base, client=client, concurrency=concurrency)
-        if not isinstance(cluster, bool):
-            raise TypeError(f"cluster must be True or False, not {type(cluster).__name__}")
+        flag("cluster", cluster)
         self.url = url
         self.cluster = cluster
         self._redis = redis
@@ -127,9 +127,7 @@ class Worker(HandlerRegistry, Lifecycle):
                 self._sentinels = self._service_name = None
         if "cluster" in changes:
             cluster = changes.pop("cluster")
-            if not isinstance(cluster, bool):
-                raise TypeError(f"cluster must be True or False, not {type(cluster).__name__}")
-            self.cluster = cluster
+            self.cluster = flag("cluster", cluster)
         client_fields = {f.name for f in dataclasses.fields(self.settings.client)}
         client_changes = {k: changes.pop(k) for k in list(changes) if k in client_fields}
         client = with_overrides(self.settings.client, **client_changes)
