@@ -107,6 +107,16 @@ BAD_SUBMITS: list[tuple[str, Any, str]] = [
     ("q", {"payload": "x", "payload_b64": "eA=="}, "invalid_option"),
     ("q", {"payload_b64": "not base64!"}, "invalid_option"),
     ("q", b'{"payload": "\\ud800"}', "invalid_option"),  # a lone surrogate: not UTF-8
+    ("q", {"payload": "x", "delay": 1e308}, "invalid_option"),
+    ("q", {"payload": "x", "delay": 10**400}, "invalid_option"),  # too large for a float
+    ("q", {"payload": "x", "delay": 10**30}, "invalid_option"),
+    ("q", {"payload": "x", "at": 1e308}, "invalid_option"),
+    ("q", {"payload": "x", "timeout": 1e308}, "invalid_option"),
+    ("q", {"payload": "x", "result_ttl": 1e308}, "invalid_option"),
+    ("q", {"payload": "x", "backoff": 1e308}, "invalid_option"),
+    ("q", {"payload": "x", "backoff": {"max": 1e308}}, "invalid_option"),
+    ("q", {"payload": "x", "retries": 2**63}, "invalid_option"),
+    ("q", {"payload": "x", "delay": None}, "invalid_option"),
     ("q", {"payload": "x", "priority": "high"}, "invalid_option"),
     ("q", {"payload": "x", "priority": 1.5}, "invalid_option"),
     ("q", {"payload": "x", "priority": 10**9}, "invalid_option"),

@@ -28,15 +28,19 @@ from collections.abc import Collection, Sequence
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
 from .._clients.async_client import AsyncWorqr
 from . import jobs, limits, queues
 from .config import DEFAULT_MAX_BODY_BYTES, EVENTS_INTERVAL, HttpConfig
 from .errors import EXCEPTION_HANDLERS
-from .openapi import openapi
+from .openapi import openapi_route
+from .operations import Operation, routes
 from .paths import EncodedSlashes
 from .security import Guard
+
+OPERATIONS: list[Operation] = [*jobs.OPERATIONS, *queues.OPERATIONS, *limits.OPERATIONS]
+"""Every operation of the API: the routes and the OpenAPI document come from these."""
 
 
 def create_app(
@@ -61,17 +65,15 @@ def create_app(
     if max_body_bytes < 1:
         raise ValueError(f"max_body_bytes must be >= 1, got {max_body_bytes}")
     config = HttpConfig(client, token, show_payloads, max_body_bytes, events_interval)
-    routes: list[BaseRoute] = [
-        Route("/openapi.json", openapi, methods=["GET"]),
-        *jobs.ROUTES,
-        *queues.ROUTES,
-        *limits.ROUTES,
+    served: list[BaseRoute] = [
+        openapi_route(OPERATIONS, token=token is not None),
+        *routes(OPERATIONS),
         *extra_routes,
     ]
     guard = Middleware(Guard, config=config, trusted_hosts=trusted_hosts)
     slashes = Middleware(EncodedSlashes)  # names holding '/' (sent as %2F) route
     app = Starlette(
-        routes=routes, middleware=[guard, slashes], exception_handlers=EXCEPTION_HANDLERS
+        routes=served, middleware=[guard, slashes], exception_handlers=EXCEPTION_HANDLERS
     )
     app.state.config = config
     app.state.client = client

@@ -1,29 +1,25 @@
 """The bearer token: reading it, checking it, and where it is required.
 
-`require_token(request)` is the one check, for the API's routes and for any
-route added through ``create_app(extra_routes=...)`` (the web view guards its
-mutations with it). The token only ever comes in the ``Authorization: Bearer``
+`require_token(request)` is the one check, for the API's operations (each
+calls it before reading any input) and for any route added through
+``create_app(extra_routes=...)`` (the web view guards its reads and mutations
+with it). The token only ever comes in the ``Authorization: Bearer``
 header, never a cookie or a query string, so a page of another site cannot
 make a browser send it (no CSRF), and it never lands in an access log.
 """
 
 from __future__ import annotations
 
-import functools
 import hmac
 import ipaddress
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from starlette.requests import Request
-from starlette.responses import Response
 
 from .config import CONFIG_SCOPE_KEY, HttpConfig
 from .errors import ApiError
 
 MIN_TOKEN_CHARS = 16
-
-Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def require_token(request: Request) -> None:
@@ -40,18 +36,6 @@ def require_token(request: Request) -> None:
         raise _unauthorized("this server needs the header 'Authorization: Bearer <token>'")
     if not hmac.compare_digest(given.strip().encode("utf-8"), token.encode("utf-8")):
         raise _unauthorized("the bearer token is not this server's")
-
-
-def protected(endpoint: Endpoint) -> Endpoint:
-    """``endpoint`` with `require_token` first: every API route is wrapped (reads
-    too: queue names, job ids and errors are not for anyone who can connect)."""
-
-    @functools.wraps(endpoint)
-    async def guarded(request: Request) -> Response:
-        require_token(request)
-        return await endpoint(request)
-
-    return guarded
 
 
 def _unauthorized(message: str) -> ApiError:

@@ -10,11 +10,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from .._core.server_errors import server_error
 from .._errors import (
     AmbiguousResultError,
     JobNotFoundError,
@@ -80,6 +81,13 @@ async def _ambiguous(request: Request, error: Exception) -> Response:
 
 
 async def _unavailable(request: Request, error: Exception) -> Response:
+    """Redis could not be reached, or refused the command for its own state
+    (loading, busy, out of memory, read-only, cannot persist): try again later.
+    An error reply about the command itself (``ERR invalid cursor``,
+    ``WRONGTYPE``) is no outage: the request should have been refused before
+    it reached Redis, so it is an internal error, logged as one."""
+    if isinstance(error, ResponseError) and type(server_error(error)) is ResponseError:
+        return await _internal(request, error)
     log.warning("Redis error on %s %s: %s", request.method, request.url.path, type(error).__name__)
     return error_response(503, "redis_unavailable", "Redis could not be reached or refused")
 

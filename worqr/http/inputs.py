@@ -1,122 +1,132 @@
-"""Reading a request: path names, query numbers, a JSON body of known fields,
-and payloads (text, or bytes as base64). Everything is checked here, before a
-route calls the library, so a bad request writes nothing."""
+"""Reading a request through the models of `models`: path names, the query
+string and the JSON body. Every input is checked here, before an endpoint
+calls the library, so a bad request writes nothing; a refusal is a 400 whose
+code says which part was wrong and whose message says how."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import math
-from collections.abc import Collection
-from typing import Any
+import re
+from collections.abc import Callable
+from functools import cache
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.requests import Request
 
 from .._jobs import validate_job_id
 from .._keys import validate_name
 from .errors import bad_request
+from .models import JOB_ID, QUEUE_NAME
 from .paths import path_name
+
+M = TypeVar("M", bound=BaseModel)
+
+# A query value's grammar for each JSON type (the text of a JSON number).
+_INTEGER = re.compile(r"-?[0-9]+")
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def _path_value(
+    request: Request, name: str, adapter: TypeAdapter[str], explain: Callable[[str], Any], code: str
+) -> str:
+    value = path_name(request, name)
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as error:
+        try:  # the library's own check says why in its words (the rules are the same)
+            explain(value)
+        except (TypeError, ValueError) as why:
+            raise bad_request(code, str(why)) from None
+        raise bad_request(code, describe(error)) from None
 
 
 def queue_of(request: Request) -> str:
-    try:
-        return validate_name(path_name(request, "queue"), "queue name")
-    except (TypeError, ValueError) as error:
-        raise bad_request("invalid_queue_name", str(error)) from None
+    return _path_value(request, "queue", QUEUE_NAME, validate_name, "invalid_queue_name")
 
 
 def job_id_of(request: Request) -> str:
+    return _path_value(request, "id", JOB_ID, validate_job_id, "invalid_job_id")
+
+
+@cache
+def _field_types(model: type[BaseModel]) -> dict[str, str]:
+    """Each query field's JSON type ("integer", "number", or "string")."""
+    properties = model.model_json_schema()["properties"]
+    return {name: schema.get("type", "string") for name, schema in properties.items()}
+
+
+def _query_value(name: str, text: str, kind: str) -> Any:
+    if kind == "integer":
+        if not _INTEGER.fullmatch(text):
+            raise bad_request("invalid_parameter", f"{name} must be an integer, got {text!r}")
+        return int(text)
+    if kind == "number":
+        if not _NUMBER.fullmatch(text):
+            raise bad_request("invalid_parameter", f"{name} must be a number, got {text!r}")
+        return float(text)
+    return text
+
+
+def query_of(request: Request, model: type[M]) -> M:
+    """The query string as ``model``: its own fields only (others are ignored),
+    each given at most once, numbers written as JSON writes them."""
+    values: dict[str, Any] = {}
+    for name, kind in _field_types(model).items():
+        given = request.query_params.getlist(name)
+        if len(given) > 1:
+            raise bad_request("invalid_parameter", f"give {name} once, not {len(given)} times")
+        if given:
+            values[name] = _query_value(name, given[0], kind)
     try:
-        return validate_job_id(path_name(request, "id"))
-    except (TypeError, ValueError) as error:
-        raise bad_request("invalid_job_id", str(error)) from None
-
-
-def query_number(request: Request, name: str, default: float, *, low: float, high: float) -> float:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise bad_request("invalid_parameter", f"{name} must be a number, got {raw!r}") from None
-    if not math.isfinite(value) or not low <= value <= high:
-        raise bad_request(
-            "invalid_parameter", f"{name} must be from {low:g} to {high:g}, got {raw}"
-        )
-    return value
-
-
-def query_int(request: Request, name: str, default: int, *, low: int, high: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    if not raw.lstrip("-").isdigit() or not low <= int(raw) <= high:
-        raise bad_request("invalid_parameter", f"{name} must be an integer from {low} to {high}")
-    return int(raw)
+        return model.model_validate(values)
+    except ValidationError as error:
+        raise bad_request("invalid_parameter", describe(error)) from None
 
 
 def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-async def json_object(request: Request, fields: Collection[str]) -> dict[str, Any]:
-    """The body as a JSON object holding only ``fields`` (400 otherwise)."""
-    body = await request.body()  # the guard has bounded it
+async def body_of(request: Request, model: type[M]) -> M:
+    """The body, a JSON object, as ``model`` (the guard has bounded its size).
+    Parsed by the standard library, which refuses NaN and Infinity (not JSON)."""
+    body = await request.body()
     try:
         value = json.loads(body, parse_constant=_refuse_constant)
     except (ValueError, UnicodeDecodeError) as error:
         raise bad_request("invalid_json", f"the body is not JSON: {error}") from None
     if not isinstance(value, dict):
         raise bad_request("invalid_json", "the body must be a JSON object")
-    unknown = sorted(set(value) - set(fields))
-    if unknown:
-        raise bad_request(
-            "unknown_field",
-            f"unknown field(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(fields))}",
-        )
-    return value
-
-
-def _decoded(name: str, value: object) -> str | bytes:
-    """A value given as ``name`` (text) or ``name_b64`` (bytes, base64)."""
-    if not isinstance(value, str):
-        raise bad_request("invalid_option", f"{name} must be a string, not {_json_type(value)}")
-    if not name.endswith("_b64"):
-        return value
     try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise bad_request("invalid_option", f"{name} is not valid base64") from None
+        return model.model_validate(value)
+    except ValidationError as error:
+        kinds = {item["type"] for item in error.errors()}
+        code = "unknown_field" if "extra_forbidden" in kinds else "invalid_option"
+        raise bad_request(code, describe(error)) from None
 
 
-def one_value(body: dict[str, Any], name: str) -> str | bytes:
-    """The value of ``name`` or ``name_b64``: exactly one must be given."""
-    given = [key for key in (name, f"{name}_b64") if key in body]
-    if len(given) != 1:
-        raise bad_request(
-            "invalid_option", f"give {name} (text) or {name}_b64 (base64): one of them"
-        )
-    return _decoded(given[0], body[given[0]])
+def _where(location: tuple[int | str, ...]) -> str:
+    """A field's path without pydantic's union tags (``constrained-str``,
+    ``none``, a model's class name): field names are lower case."""
+    parts = [
+        str(part)
+        for part in location
+        if isinstance(part, int) or (part.islower() and "-" not in part and "[" not in part)
+    ]
+    return ".".join(part for part in parts if part != "none")
 
 
-def many_values(body: dict[str, Any], name: str) -> list[str | bytes]:
-    """A non-empty list under ``name`` or ``name_b64``: exactly one must be given."""
-    given = [key for key in (name, f"{name}_b64") if key in body]
-    if len(given) != 1:
-        raise bad_request("invalid_option", f"give {name} or {name}_b64: one of them")
-    values = body[given[0]]
-    if not isinstance(values, list) or not values:
-        raise bad_request("invalid_option", f"{given[0]} must be a non-empty list")
-    return [_decoded(given[0], value) for value in values]
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return "an array" if isinstance(value, list) else "an object"
+def describe(error: ValidationError) -> str:
+    """What was wrong, for a person: one clause per problem, most useful first."""
+    clauses: list[str] = []
+    for item in error.errors(include_url=False):
+        if item["type"] == "none_required":
+            continue  # the hidden "not given" branch of an optional field
+        context = item.get("ctx") or {}
+        message = str(context["error"]) if item["type"] == "value_error" else item["msg"]
+        where = _where(item["loc"])
+        clause = f"{where}: {message}" if where else message
+        if clause not in clauses:
+            clauses.append(clause)
+    return "; ".join(clauses) or str(error)

@@ -7,60 +7,71 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.responses import Response
 
 from .._core.limits import UNSET, QueueLimits
 from .._errors import WrongQueueKindError
-from .auth import protected
 from .config import client_of
 from .errors import bad_request
-from .inputs import json_object, queue_of
-
-RATE_FIELDS = {"starts", "seconds"}
-
-
-def limits_json(limits: QueueLimits) -> dict[str, Any]:
-    """`QueueLimits.as_json`, with the rate named as the PUT body names it."""
-    rate = None if limits.rate is None else {"starts": limits.rate[0], "seconds": limits.rate[1]}
-    return {**limits.as_json(), "rate": rate}
+from .models import LimitsBody
+from .operations import Answer, Operation, reply
+from .replies import LimitsReply, RateReply
 
 
-def _rate(value: object) -> tuple[Any, Any] | None:
-    """``{"starts": n, "seconds": s}`` as configure_queue's ``rate`` (null: none);
-    configure_queue checks the numbers themselves."""
-    if value is None:
-        return None
-    if not isinstance(value, dict) or set(value) != RATE_FIELDS:
-        raise bad_request(
-            "invalid_option", 'rate must be null or {"starts": N, "seconds": S}, both given'
-        )
-    return value["starts"], value["seconds"]
+def limits_reply(limits: QueueLimits) -> LimitsReply:
+    """`QueueLimits` with the rate named as the PUT body names it."""
+    rate = None if limits.rate is None else RateReply(starts=limits.rate[0], seconds=limits.rate[1])
+    return LimitsReply(
+        rate=rate,
+        max_active=limits.max_active,
+        active=limits.active,
+        closed_until=limits.closed_until,
+        limited=limits.limited,
+    )
 
 
-async def get_limits(request: Request) -> Response:
-    queue = queue_of(request)
-    return JSONResponse(limits_json(await client_of(request).get_limits(queue)))
+async def get_limits(request: Request, queue: str) -> Response:
+    return reply(limits_reply(await client_of(request).get_limits(queue)))
 
 
-async def set_limits(request: Request) -> Response:
+async def set_limits(request: Request, queue: str, body: LimitsBody) -> Response:
     """Change ``rate`` and/or ``max_active``; answers with the limits as they are
     then. A queue with neither becomes a job queue, as with `configure_queue`."""
-    queue = queue_of(request)
-    body = await json_object(request, {"rate", "max_active"})
-    rate = _rate(body["rate"]) if "rate" in body else UNSET
-    cap = body.get("max_active", UNSET)
+    changes: dict[str, Any] = {"rate": UNSET, "max_active": UNSET}
+    if "rate" in body.model_fields_set:
+        changes["rate"] = None if body.rate is None else (body.rate.starts, body.rate.seconds)
+    if "max_active" in body.model_fields_set:
+        changes["max_active"] = body.max_active
     client = client_of(request)
     try:
-        await client.configure_queue(queue, rate=rate, max_active=cap)
+        await client.configure_queue(queue, **changes)
     except WrongQueueKindError:
         raise
     except (TypeError, ValueError) as error:  # raised before anything is written
         raise bad_request("invalid_option", str(error)) from None
-    return JSONResponse(limits_json(await client.get_limits(queue)))
+    return reply(limits_reply(await client.get_limits(queue)))
 
 
-ROUTES: list[BaseRoute] = [
-    Route("/v1/queues/{queue}/limits", protected(get_limits), methods=["GET"]),
-    Route("/v1/queues/{queue}/limits", protected(set_limits), methods=["PUT"]),
+LIMITS = "/v1/queues/{queue}/limits"
+
+OPERATIONS = [
+    Operation(
+        "GET",
+        LIMITS,
+        "getLimits",
+        "a job queue's traffic limits, and whether they hold it back now",
+        get_limits,
+        {200: Answer(LimitsReply, "the limits")},
+        errors=(409,),
+    ),
+    Operation(
+        "PUT",
+        LIMITS,
+        "setLimits",
+        "change them: a field not given stays, null removes it",
+        set_limits,
+        {200: Answer(LimitsReply, "the limits now")},
+        errors=(409,),
+        body=LimitsBody,
+    ),
 ]

@@ -32,7 +32,6 @@ from .._errors import JobCancelledError, JobFailedError, JobNotFoundError
 from .._jobs import TERMINAL, JobInfo
 from .config import config_of
 from .errors import job_not_found
-from .inputs import job_id_of, queue_of
 from .views import job_json, value_fields
 
 KEEPALIVE_SECONDS = 15.0
@@ -42,8 +41,7 @@ def event(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
-async def job_events(request: Request) -> Response:
-    queue, id = queue_of(request), job_id_of(request)
+async def job_events(request: Request, queue: str, id: str) -> Response:
     config = config_of(request)
     first = await config.client.get_job(queue, id)  # 404 (or 409) before the stream starts
     if first is None:

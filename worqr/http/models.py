@@ -1,0 +1,268 @@
+"""What the API takes, as pydantic models (its answers: `replies`): the one source of both
+the checks every request passes and the OpenAPI document (`openapi`).
+
+Every bound comes from the library's own constants (`worqr._checks`, the name
+and id rules, page sizes, rate bounds), so a request these models accept is
+one the library accepts, and the document states exactly what is enforced.
+Request models are strict (a number is a JSON number, never a string) and
+refuse unknown fields; a field not given takes its default, and ``null`` is
+refused wherever it has no meaning of its own.
+
+Why pydantic (see docs/design.md): it validates and writes JSON Schema
+(draft 2020-12, OpenAPI 3.1's dialect) from the same declarations, and FastAPI
+users know it; msgspec is faster but writes only the schema of its types, not
+of cross-field rules like "payload or payload_b64".
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from .._checks import MAX_COUNT, MAX_EPOCH_SECONDS, MAX_SECONDS
+from .._core.jobs_read import MAX_PAGE
+from .._core.jobs_submit import MAX_PRIORITY
+from .._core.limits import MAX_RATE_SECONDS, MIN_RATE_SECONDS
+from .._jobs import MAX_BACKOFF_FACTOR, MAX_ID_CHARS, STATES, Backoff
+from .._keys import MAX_NAME_CHARS
+from .config import MAX_WAIT_SECONDS
+
+# -- the rules of names and values, as JSON Schema keywords ---------------------
+
+NAME_PATTERN = r"^[^{}\u0000-\u001f\u007f-\u009f\ud800-\udfff]+$"
+"""`worqr.validate_name`: no braces (they would change the hash tag), no
+control character (Unicode's Cc) and no lone surrogate (Cs)."""
+
+JOB_ID_PATTERN = r"^[^\u0000-\u001f\u007f\ud800-\udfff]+$"
+"""`validate_job_id`: no ASCII control character, no lone surrogate."""
+
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+"""Standard base64 with its padding, as ``base64.b64decode(validate=True)`` takes it."""
+
+CURSOR_PATTERN = r"^[0-9]{1,19}$"
+"""`get_jobs`'s cursor: decimal digits, below 2**64 (any such cursor is valid
+for every state; one past the end gives an empty last page)."""
+
+# The python-re engine: NAME_PATTERN names lone surrogates, which Rust's regex cannot.
+_STRICT = ConfigDict(extra="forbid", strict=True, regex_engine="python-re")
+
+QueueName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN)]
+JobId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, pattern=JOB_ID_PATTERN)]
+Text = Annotated[str, Field(pattern=r"^[^\ud800-\udfff]*$")]  # Redis stores UTF-8
+Base64 = Annotated[
+    str,
+    Field(
+        pattern=BASE64_PATTERN,
+        json_schema_extra={"format": "byte", "contentEncoding": "base64"},
+    ),
+]
+
+
+def seconds(*, above: bool = False, high: float = MAX_SECONDS) -> Any:
+    """A field of seconds: a finite JSON number in the library's bounds."""
+    if above:
+        return Field(gt=0, le=high, allow_inf_nan=False)
+    return Field(ge=0, le=high, allow_inf_nan=False)
+
+
+Seconds = Annotated[float, seconds()]
+PositiveSeconds = Annotated[float, seconds(above=True)]
+
+QUEUE_NAME: TypeAdapter[str] = TypeAdapter(QueueName, config=_STRICT)
+JOB_ID: TypeAdapter[str] = TypeAdapter(JobId, config=_STRICT)
+
+# -- requests ---------------------------------------------------------------
+
+
+class NoNulls(BaseModel):
+    """A body whose fields are left out rather than set to null: null is
+    refused, so "given" has one meaning (and `oneOf` rules hold)."""
+
+    model_config = _STRICT
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nulls(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            nulls = sorted(name for name, value in data.items() if value is None)
+            if nulls:
+                raise ValueError(f"leave out {', '.join(nulls)} instead of sending null")
+        return data
+
+
+def exactly_one(*names: str) -> dict[str, Any]:
+    """JSON Schema: exactly one of ``names`` is given."""
+    return {"oneOf": [{"required": [name]} for name in names]}
+
+
+def given(model: BaseModel, *names: str) -> list[str]:
+    return [name for name in names if name in model.model_fields_set]
+
+
+def text_or_bytes(text: str | None, b64: str | None) -> str | bytes:
+    """A value given as text, or as base64 (already checked by its pattern)."""
+    if text is not None:
+        return text
+    assert b64 is not None
+    return base64.b64decode(b64, validate=True)
+
+
+class BackoffBody(NoNulls):
+    """An exponential backoff: ``min(max, base * factor ** (failures - 1))``,
+    less up to ``jitter`` of it at random."""
+
+    base: Seconds = 1.0
+    factor: Annotated[float, Field(ge=1, le=MAX_BACKOFF_FACTOR, allow_inf_nan=False)] = 2.0
+    max: Seconds = 600.0
+    jitter: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.5
+
+
+class SubmitBody(NoNulls):
+    """A job: ``payload`` (text) or ``payload_b64`` (bytes), and its options."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "allOf": [exactly_one("payload", "payload_b64"), {"not": {"required": ["delay", "at"]}}]
+        }
+    )
+
+    payload: Text | SkipJsonSchema[None] = None
+    payload_b64: Base64 | SkipJsonSchema[None] = None
+    id: JobId | SkipJsonSchema[None] = Field(None, description="default: a new id")
+    delay: Seconds | SkipJsonSchema[None] = Field(None, description="seconds until due")
+    at: Annotated[float, seconds(high=MAX_EPOCH_SECONDS)] | SkipJsonSchema[None] = Field(
+        None, description="when it is due: epoch seconds on Redis's clock"
+    )
+    priority: Annotated[int, Field(ge=-MAX_PRIORITY, le=MAX_PRIORITY)] = 0
+    unique: bool = Field(False, description="at most one live job with this payload")
+    retries: Annotated[int, Field(ge=0, le=MAX_COUNT)] | SkipJsonSchema[None] = None
+    backoff: Seconds | BackoffBody | SkipJsonSchema[None] = Field(
+        None, description="fixed seconds, or an exponential backoff"
+    )
+    timeout: PositiveSeconds | SkipJsonSchema[None] = None
+    result_ttl: Seconds | SkipJsonSchema[None] = None
+
+    @model_validator(mode="after")
+    def _one_payload_one_due(self) -> SubmitBody:
+        if len(given(self, "payload", "payload_b64")) != 1:
+            raise ValueError("give payload (text) or payload_b64 (base64): one of them")
+        if len(given(self, "delay", "at")) > 1:
+            raise ValueError("give delay or at, not both")
+        return self
+
+    def value(self) -> str | bytes:
+        return text_or_bytes(self.payload, self.payload_b64)
+
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments of `submit` given in this body."""
+        names = ("id", "delay", "at", "priority", "unique", "retries", "timeout", "result_ttl")
+        options = {name: getattr(self, name) for name in given(self, *names)}
+        if isinstance(self.backoff, BackoffBody):
+            options["backoff"] = Backoff(**self.backoff.model_dump())
+        elif self.backoff is not None:
+            options["backoff"] = self.backoff
+        return options
+
+
+TaskList = Annotated[list[Text], Field(min_length=1)]
+Base64List = Annotated[list[Base64], Field(min_length=1)]
+
+
+class EnqueueBody(NoNulls):
+    """Tasks for the back of a task queue: one (``task``) or a list
+    (``tasks``), as text or as base64 bytes (``*_b64``)."""
+
+    model_config = ConfigDict(
+        json_schema_extra=exactly_one("task", "task_b64", "tasks", "tasks_b64")
+    )
+
+    task: Text | SkipJsonSchema[None] = None
+    task_b64: Base64 | SkipJsonSchema[None] = None
+    tasks: TaskList | SkipJsonSchema[None] = None
+    tasks_b64: Base64List | SkipJsonSchema[None] = None
+
+    @model_validator(mode="after")
+    def _one_field(self) -> EnqueueBody:
+        if len(given(self, "task", "task_b64", "tasks", "tasks_b64")) != 1:
+            raise ValueError("give one of task, task_b64, tasks or tasks_b64")
+        return self
+
+    def values(self) -> list[str | bytes]:
+        """The tasks, in order."""
+        if self.tasks is not None:
+            return list(self.tasks)
+        if self.tasks_b64 is not None:
+            return [base64.b64decode(value) for value in self.tasks_b64]
+        return [text_or_bytes(self.task, self.task_b64)]
+
+
+class CancelTasksBody(NoNulls):
+    """The task whose every copy is cancelled, as text or base64."""
+
+    model_config = ConfigDict(json_schema_extra=exactly_one("task", "task_b64"))
+
+    task: Text | SkipJsonSchema[None] = None
+    task_b64: Base64 | SkipJsonSchema[None] = None
+
+    @model_validator(mode="after")
+    def _one_field(self) -> CancelTasksBody:
+        if len(given(self, "task", "task_b64")) != 1:
+            raise ValueError("give task (text) or task_b64 (base64): one of them")
+        return self
+
+    def value(self) -> str | bytes:
+        return text_or_bytes(self.task, self.task_b64)
+
+
+class Rate(BaseModel):
+    """At most ``starts`` job starts in any ``seconds``, spaced evenly."""
+
+    model_config = _STRICT
+
+    starts: Annotated[int, Field(ge=1, le=MAX_COUNT)]
+    seconds: Annotated[float, Field(ge=MIN_RATE_SECONDS, le=MAX_RATE_SECONDS, allow_inf_nan=False)]
+
+
+class LimitsBody(BaseModel):
+    """A change of a job queue's limits: a field left out stays as it is,
+    null removes it."""
+
+    model_config = _STRICT
+
+    rate: Rate | None = None
+    max_active: Annotated[int, Field(ge=1, le=MAX_COUNT)] | None = None
+
+
+# -- query strings ------------------------------------------------------------
+
+Limit = Annotated[int, Field(ge=1, le=MAX_PAGE, description="page size")]
+Cursor = Annotated[str, Field(pattern=CURSOR_PATTERN, description="from the previous page")]
+JobStateName = Literal["delayed", "queued", "active", "retrying", "finished", "failed", "cancelled"]
+assert set(JobStateName.__args__) == set(STATES)  # type: ignore[attr-defined]
+
+
+class ListJobsQuery(BaseModel):
+    model_config = _STRICT
+
+    state: JobStateName
+    limit: Limit = 100
+    cursor: Cursor | SkipJsonSchema[None] = None
+
+
+class PageQuery(BaseModel):
+    model_config = _STRICT
+
+    limit: Limit = 100
+    cursor: Cursor | SkipJsonSchema[None] = None
+
+
+class WaitQuery(BaseModel):
+    model_config = _STRICT
+
+    wait: Annotated[
+        float,
+        Field(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False, description="seconds to wait"),
+    ] = 0.0
