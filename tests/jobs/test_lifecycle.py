@@ -342,20 +342,26 @@ def test_get_jobs_pages_through_each_state(make: Make) -> None:
         producer.get_jobs("q", "queued", cursor="nonsense")
 
 
-def test_retention_is_logical_and_bounded(
+def test_retention_is_logical_exact_and_bounded(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:
-    settings = worqr.JobSettings(result_ttl=0, min_retention=0.2, max_retained=5, purge_budget=50)
+    """A TTL is exact: a job kept result_ttl=0 is gone for every read the moment
+    it ends (min_retention keeps only watched jobs longer), and the take that
+    finished it already purged it. Past max_retained, the cap purges."""
+    settings = worqr.JobSettings(result_ttl=0, min_retention=30, max_retained=5, purge_budget=50)
     producer, worker = make(jobs=settings), make(start=True, jobs=settings)
     refs = producer.submit_many("q", [f"j{i}" for i in range(10)])
     for process in take(worker):
         finish(worker, process)
-    assert producer.count_jobs("q")["finished"] == 10  # min_retention keeps them a moment
-    wait_until(lambda: producer.count_jobs("q")["finished"] == 0, timeout=3)
-    assert all(producer.get_job("q", ref.id) is None for ref in refs)  # gone for every read
-    take(worker)  # a take purges what expired
+    assert producer.count_jobs("q") == counts()  # no floor: gone at once
+    assert all(producer.get_job("q", ref.id) is None for ref in refs)  # for every read
+    assert producer.get_jobs("q", "finished") == ([], None)
+    with pytest.raises(worqr.JobNotFoundError):
+        producer.result("q", refs[0].id, timeout=0)
     keys = MeshKeys(prefix).queue("q")
     assert redis_client.hlen(keys.jobs) == 0 and redis_client.hlen(keys.job_data) == 0
+    assert redis_client.zcard(keys.job_finished) == 0 and redis_client.hlen(keys.job_result) == 0
+    assert producer.get_stats("q")["purged"] == 10
     # The cap: past max_retained terminal records, the oldest go (once min_retention passed).
     capped = make(jobs=worqr.JobSettings(max_retained=5, min_retention=0.1, purge_budget=50))
     capped_worker = make(start=True, jobs=capped.settings.jobs)
@@ -374,18 +380,22 @@ def test_retention_is_logical_and_bounded(
 def test_failed_and_cancelled_records_expire_and_takes_purge_them(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:
-    """Each terminal state has its own TTL, and a take purges every state's
-    expired records (the purge looks only where the counts say records are)."""
-    settings = worqr.JobSettings(failure_ttl=0, cancelled_ttl=0, min_retention=0.05)
+    """Each terminal state has its own TTL, exact (min_retention keeps only
+    watched jobs longer), and a take purges every state's expired records (the
+    purge looks only where the counts say records are)."""
+    settings = worqr.JobSettings(failure_ttl=1, cancelled_ttl=1, min_retention=30)
     producer, worker = make(jobs=settings), make(start=True, jobs=settings)
     failed, cancelled, kept = producer.submit_many("q", ["fails", "cancelled", "kept"])
     assert producer.cancel_job("q", cancelled.id)
     [process] = [p for p in take(worker) if p.job_id == failed.id]
     worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail: no")
-    assert producer.count_jobs("q")["failed"] == 1 and producer.count_jobs("q")["cancelled"] == 1
-    wait_until(
-        lambda: producer.count_jobs("q")["failed"] == producer.count_jobs("q")["cancelled"] == 0
-    )
+    ended = {ref.id: producer.get_job("q", ref.id) for ref in (failed, cancelled)}
+    assert [info.state for info in ended.values() if info] == ["failed", "cancelled"]
+    last = max(info.ended or 0.0 for info in ended.values() if info)
+    # 1 s after the later end, both are gone for every read (not min_retention's 30 s).
+    wait_until(lambda: producer.server_time() > last + 1.0, timeout=3)
+    assert producer.count_jobs("q")["failed"] == producer.count_jobs("q")["cancelled"] == 0
+    assert all(producer.get_job("q", id) is None for id in ended)
     take(worker)  # a take purges what expired
     keys = MeshKeys(prefix).queue("q")
     assert redis_client.zcard(keys.job_failed) == redis_client.zcard(keys.job_cancelled) == 0
@@ -400,7 +410,7 @@ def test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh(
     """A job queue whose workers left keeps expired records (invisible to reads)
     and due delayed jobs: the mesh's reaper purges and promotes them, in passes
     bounded per call and at most one per interval for the whole mesh."""
-    settings = worqr.JobSettings(result_ttl=0, min_retention=0.05)
+    settings = worqr.JobSettings(result_ttl=0.5)  # expires after its worker left
     producer, worker = make(jobs=settings), make(start=True, jobs=settings)
     total = 1200  # more than one script call's budget (UPKEEP_BUDGET)
     producer.submit_many("idle", [f"j{i}" for i in range(total)])
