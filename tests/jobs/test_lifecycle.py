@@ -17,6 +17,7 @@ import worqr
 from tests.support.waiting import async_wait_until, wait_until
 from worqr._clients import async_client
 from worqr._core import produce
+from worqr._core.upkeep import UPKEEP_INTERVAL, UPKEEP_SLICE
 from worqr._jobs import STATES, JobProcess
 from worqr._keys import MeshKeys
 
@@ -430,12 +431,66 @@ def test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh(
     assert redis_client.hlen(keys.jobs) == 2 and redis_client.hlen(keys.job_data) == 1
     assert producer.get_job("idle", later.id).state == "queued"  # type: ignore[union-attr]
     assert producer.get_stats("idle")["purged"] == total
-    assert redis_client.pttl(MeshKeys(prefix).upkeep) > 25_000
+    assert 0 < redis_client.pttl(MeshKeys(prefix).upkeep) <= UPKEEP_INTERVAL * 1000
     # Within the interval, no peer tidies again.
     producer.submit("idle", "another", delay=0.05)
     wait_until(lambda: producer._job_counts("idle")["overdue"] == 1, timeout=3)
     peer.reap()
     assert producer.count_jobs("idle") == counts(queued=1, delayed=1)  # not this interval
+
+
+def upkeep_pass(client: worqr.Worqr, members_of: dict[str, str]) -> list[str]:
+    """Run one upkeep pass step by step; the queues whose members it checked
+    (``members_of``: each queue's members key -> its name)."""
+    plan = client._core.tidy_job_queues()
+    checked: list[str] = []
+    try:
+        request = next(plan)
+        while True:
+            if request.script is None and request.args[0] == "SCARD":
+                name = members_of.get(str(request.args[1]))
+                checked += [name] if name else []
+            request = plan.send(client._execute(request, 0))
+    except StopIteration:
+        return checked
+
+
+def test_the_upkeep_sweeps_many_job_queues_a_bounded_slice_per_pass(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    """A mesh with a thousand job queues nobody serves: each upkeep pass checks
+    a slice of about UPKEEP_SLICE of them, round robin through the registry
+    (from a cursor the mesh keeps), so a pass costs the same with 10 or 10,000
+    job queues; a sweep reaches every queue, however many others have no
+    members either, and purges their expired records."""
+    settings = worqr.JobSettings(result_ttl=0.2)
+    producer, worker = make(jobs=settings), make(start=True, jobs=settings)
+    mesh = MeshKeys(prefix)
+    names = [f"empty-{i:04}" for i in range(1000)]
+    redis_client.sadd(mesh.jobqueues, *names)  # registered, no member, nothing held
+    expired = ["a-first", "m-middle", "z-last"]
+    for queue in expired:
+        producer.submit(queue, "x")
+        [process] = take(worker, queue)
+        assert finish(worker, process)
+        worker.stop_work(queue)
+    wait_until(lambda: all(producer.count_jobs(q)["finished"] == 0 for q in expired), timeout=3)
+    assert all(redis_client.hlen(mesh.queue(q).jobs) == 2 for q in expired)  # held, unread
+    members_of = {mesh.queue(q).members: q for q in [*names, *expired]}
+    seen: list[str] = []
+    passes = 0
+    while passes == 0 or redis_client.get(mesh.upkeep_cursor) != b"0":  # one whole sweep
+        assert passes <= 3 * len(members_of) // UPKEEP_SLICE, "the sweep did not end"
+        redis_client.delete(mesh.upkeep)  # as if the interval passed
+        checked = upkeep_pass(producer, members_of)
+        assert 0 < len(checked) <= 2 * UPKEEP_SLICE  # a slice, whatever the registry holds
+        seen += checked
+        passes += 1
+    assert passes >= len(members_of) // (2 * UPKEEP_SLICE)  # sliced, not all in one pass
+    assert set(seen) == set(members_of.values())  # the sweep reached every queue
+    assert len(seen) <= len(members_of) + 2 * UPKEEP_SLICE  # ... about once each
+    assert not any(redis_client.hlen(mesh.queue(q).jobs) for q in expired)  # purged
+    assert not redis_client.keys(f"{{{prefix}:empty-*")  # nothing written for them
 
 
 def test_a_mesh_of_task_queues_writes_no_upkeep_key(

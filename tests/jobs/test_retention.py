@@ -21,7 +21,8 @@ from .conftest import Running, fast_worker
 Make = Callable[..., worqr.Worqr]
 
 POLL = 1.0  # the serving worker's fallback poll (seconds)
-MARGIN = 2.0  # seconds allowed on top of a poll, for a loaded machine
+UPKEEP = 2.0  # the most seconds between two upkeep passes of the mesh (UPKEEP_INTERVAL)
+MARGIN = 2.0  # seconds allowed on top of a poll or an upkeep pass, for a loaded machine
 
 
 def record_keys(raw: redis.Redis, keys: QueueKeys, id: str) -> dict[str, bool]:
@@ -80,6 +81,41 @@ def test_an_idle_served_queue_forgets_an_expired_job_at_once_and_sheds_it_by_its
         lambda: not any(record_keys(redis_client, keys, ref.id).values()),
         timeout=POLL + MARGIN,
         message="the idle worker's poll purged the record",
+    )
+    assert wq.get_stats("q")["purged"] == 1
+
+
+def test_a_queue_with_no_members_sheds_an_expired_job_by_the_mesh_upkeep(
+    running: Running, wq: worqr.Worqr, redis_url: str, prefix: str, redis_client: redis.Redis
+) -> None:
+    """The same on a queue no worker serves any more: reads forget the job 1 s
+    after its end, and the mesh's upkeep (run by a worker of another queue)
+    purges its record within a pass interval."""
+    served = fast_worker(redis_url, prefix)
+
+    @served.job("q")
+    def handler(payload: str) -> str:
+        return "done"
+
+    other = fast_worker(redis_url, prefix)
+
+    @other.job("other")
+    def other_handler(payload: str) -> str:
+        return "other"
+
+    running.start(other)
+    running.start(served)
+    ref = wq.submit("q", "x", result_ttl=1)
+    ended = ended_at(wq, "q", ref.id)
+    served.stop()  # q has no member left: only the upkeep can purge it now
+    keys = MeshKeys(prefix).queue("q")
+    wait_until(lambda: redis_client.scard(keys.members) == 0, timeout=10)
+    wait_until(lambda: wq.server_time() > ended + 1.0, timeout=3)
+    assert_gone_for_every_read(wq, "q", ref.id)
+    wait_until(
+        lambda: not any(record_keys(redis_client, keys, ref.id).values()),
+        timeout=UPKEEP + MARGIN,
+        message="the mesh's upkeep purged the record",
     )
     assert wq.get_stats("q")["purged"] == 1
 
