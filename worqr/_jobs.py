@@ -46,6 +46,7 @@ TERMINAL: frozenset[JobState] = frozenset({"finished", "failed", "cancelled"})
 
 MAX_ID_CHARS = 256
 APPLIED_TTL_MS = 24 * 3600 * 1000  # how long a target remembers a flow hop it applied
+IDLE_PURGE = 500  # records a take that finishes nothing (a poll) purges at most: ~1 ms
 MAX_ERROR_CHARS = 1024
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -220,6 +221,7 @@ class JobSettings:
                 "misfire_grace": ms(self.misfire_grace),
                 "relay_lease": ms(self.relay_lease),
                 "applied_ttl": APPLIED_TTL_MS,
+                "idle_purge": max(self.purge_budget, IDLE_PURGE),
             },
             separators=(",", ":"),
         )

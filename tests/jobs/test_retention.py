@@ -85,6 +85,34 @@ def test_an_idle_served_queue_forgets_an_expired_job_at_once_and_sheds_it_by_its
     assert wq.get_stats("q")["purged"] == 1
 
 
+def test_an_idle_served_queue_sheds_a_backlog_of_expired_records_within_a_poll(
+    running: Running, wq: worqr.Worqr, redis_url: str, prefix: str, redis_client: redis.Redis
+) -> None:
+    """A burst of jobs ends together, then the queue idles: their records expire
+    together, and the idle worker's next poll purges far more than purge_budget
+    (a take that finishes nothing purges a larger bounded batch), so the backlog
+    leaves Redis within about a poll, not 16 records a poll."""
+    worker = fast_worker(redis_url, prefix, poll_interval=POLL)
+
+    @worker.job("q")
+    def handler(payload: str) -> str:
+        return "done"
+
+    running.start(worker)
+    burst = 300  # far more than purge_budget (16), below one idle take's batch (500)
+    wq.submit_many("q", [str(i) for i in range(burst)], result_ttl=1)
+    wait_until(lambda: wq.count_jobs("q")["finished"] == burst, timeout=20)
+    keys = MeshKeys(prefix).queue("q")
+    wait_until(lambda: wq.count_jobs("q")["finished"] == 0, timeout=3)  # expired, 1 s on
+    wait_until(
+        lambda: redis_client.hlen(keys.jobs) == redis_client.zcard(keys.job_finished) == 0,
+        timeout=POLL + MARGIN,
+        message="the idle worker's poll purged the backlog",
+    )
+    assert redis_client.hlen(keys.job_data) == redis_client.hlen(keys.job_result) == 0
+    assert wq.get_stats("q")["purged"] == burst
+
+
 def test_a_queue_with_no_members_sheds_an_expired_job_by_the_mesh_upkeep(
     running: Running, wq: worqr.Worqr, redis_url: str, prefix: str, redis_client: redis.Redis
 ) -> None:
