@@ -146,11 +146,19 @@ class JobSettings:
         backoff: delay between them: a `Backoff`, or fixed seconds.
         timeout: seconds a handler may run (None: no limit).
         result_ttl, failure_ttl, cancelled_ttl: seconds finished, failed and
-            cancelled jobs are kept (their records, payloads, results).
-        max_retained: terminal jobs per queue past which the oldest to expire go
-            first (never one that ended less than ``min_retention`` ago).
-        min_retention: seconds every terminal job is kept at least, so a waiter
-            woken by its end can read it.
+            cancelled jobs are kept after they end (their records, payloads,
+            results), exactly: from ``ended + ttl`` on every read treats the job
+            as gone, and a take, an idle member's poll or the mesh's upkeep
+            purges its record within seconds. A job's own ``result_ttl``
+            overrides the first. A submit whose job may be kept less than
+            ``Settings.retry_deadline`` (the least of its result TTL, the other
+            two and ``min_retention``) is not resent after an ambiguous failure:
+            it raises `AmbiguousResultError` instead.
+        max_retained: terminal jobs per queue past which the earliest to expire
+            go first (never one that ended less than ``min_retention`` ago).
+        min_retention: seconds a job that a `result()` call waits on is kept at
+            least after it ends, whatever its TTL, so the woken waiter can read
+            it; and the least time the ``max_retained`` cap keeps a terminal job.
         max_result_bytes: largest result a handler may return; a larger one fails
             the job.
         promote_chunk, purge_budget, skip_budget, submit_chunk: jobs promoted per
