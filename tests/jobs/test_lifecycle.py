@@ -378,6 +378,7 @@ def test_retention_is_logical_exact_and_bounded(
     assert capped.get_stats("c")["purged_by_cap"] == 7
 
 
+@pytest.mark.slow
 def test_failed_and_cancelled_records_expire_and_takes_purge_them(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:
@@ -405,6 +406,7 @@ def test_failed_and_cancelled_records_expire_and_takes_purge_them(
     assert producer.get_job("q", kept.id).state == "active"  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:
@@ -455,6 +457,7 @@ def upkeep_pass(client: worqr.Worqr, members_of: dict[str, str]) -> list[str]:
         return checked
 
 
+@pytest.mark.slow
 def test_the_upkeep_sweeps_many_job_queues_a_bounded_slice_per_pass(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:

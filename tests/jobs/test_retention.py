@@ -57,6 +57,7 @@ def assert_gone_for_every_read(wq: worqr.Worqr, queue: str, id: str) -> None:
         wq.result(queue, id, timeout=5)  # not found at once: nothing to wait for
 
 
+@pytest.mark.slow
 def test_an_idle_served_queue_forgets_an_expired_job_at_once_and_sheds_it_by_its_poll(
     running: Running, wq: worqr.Worqr, redis_url: str, prefix: str, redis_client: redis.Redis
 ) -> None:
@@ -85,6 +86,7 @@ def test_an_idle_served_queue_forgets_an_expired_job_at_once_and_sheds_it_by_its
     assert wq.get_stats("q")["purged"] == 1
 
 
+@pytest.mark.slow
 def test_an_idle_served_queue_sheds_a_backlog_of_expired_records_within_a_poll(
     running: Running, wq: worqr.Worqr, redis_url: str, prefix: str, redis_client: redis.Redis
 ) -> None:
@@ -113,6 +115,7 @@ def test_an_idle_served_queue_sheds_a_backlog_of_expired_records_within_a_poll(
     assert wq.get_stats("q")["purged"] == burst
 
 
+@pytest.mark.slow
 def test_a_queue_with_no_members_sheds_an_expired_job_by_the_mesh_upkeep(
     running: Running, wq: worqr.Worqr, redis_url: str, prefix: str, redis_client: redis.Redis
 ) -> None:

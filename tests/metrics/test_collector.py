@@ -91,6 +91,7 @@ def exported_jobs(snapshot: Snapshot, queue: str) -> dict[str, float | None]:
     return {state: value(snapshot, "worqr_jobs", queue=queue, state=state) for state in STATES}
 
 
+@pytest.mark.slow
 def test_collector_reports_exact_job_counts_overdue_jobs_and_job_events(
     redis_url: str, prefix: str, redis_client: redis.Redis, collector: MeshCollector
 ) -> None:
