@@ -46,6 +46,7 @@ TERMINAL: frozenset[JobState] = frozenset({"finished", "failed", "cancelled"})
 
 MAX_ID_CHARS = 256
 APPLIED_TTL_MS = 24 * 3600 * 1000  # how long a target remembers a flow hop it applied
+IDLE_PURGE = 500  # records a take that finishes nothing (a poll) purges at most: ~1 ms
 MAX_ERROR_CHARS = 1024
 MAX_BACKOFF_FACTOR = 1000.0  # the delay grows by at most this each failure (1000x: hours in 3)
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -127,11 +128,19 @@ class JobSettings:
         backoff: delay between them: a `Backoff`, or fixed seconds.
         timeout: seconds a handler may run (None: no limit).
         result_ttl, failure_ttl, cancelled_ttl: seconds finished, failed and
-            cancelled jobs are kept (their records, payloads, results).
-        max_retained: terminal jobs per queue past which the oldest to expire go
-            first (never one that ended less than ``min_retention`` ago).
-        min_retention: seconds every terminal job is kept at least, so a waiter
-            woken by its end can read it.
+            cancelled jobs are kept after they end (their records, payloads,
+            results), exactly: from ``ended + ttl`` on every read treats the job
+            as gone, and a take, an idle member's poll or the mesh's upkeep
+            purges its record within seconds. A job's own ``result_ttl``
+            overrides the first. A submit whose job may be kept less than
+            ``Settings.retry_deadline`` (the least of its result TTL, the other
+            two and ``min_retention``) is not resent after an ambiguous failure:
+            it raises `AmbiguousResultError` instead.
+        max_retained: terminal jobs per queue past which the earliest to expire
+            go first (never one that ended less than ``min_retention`` ago).
+        min_retention: seconds a job that a `result()` call waits on is kept at
+            least after it ends, whatever its TTL, so the woken waiter can read
+            it; and the least time the ``max_retained`` cap keeps a terminal job.
         max_result_bytes: largest result a handler may return; a larger one fails
             the job.
         promote_chunk, purge_budget, skip_budget, submit_chunk: jobs promoted per
@@ -201,6 +210,7 @@ class JobSettings:
                 "misfire_grace": ms(self.misfire_grace),
                 "relay_lease": ms(self.relay_lease),
                 "applied_ttl": APPLIED_TTL_MS,
+                "idle_purge": max(self.purge_budget, IDLE_PURGE),
             },
             separators=(",", ":"),
         )

@@ -316,6 +316,12 @@ class MeshKeys:
         return f"{self.tag}:upkeep"
 
     @property
+    def upkeep_cursor(self) -> str:
+        """String: where the next upkeep pass resumes its sweep of `jobqueues`
+        (an SSCAN cursor); expires when passes stop, and the sweep starts over."""
+        return f"{self.tag}:upkeep:cursor"
+
+    @property
     def flows(self) -> str:
         """Hash: flow id -> its jobs (JSON: kind, (queue, id) of every job)."""
         return f"{self.tag}:flows"

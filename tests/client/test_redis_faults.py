@@ -212,6 +212,39 @@ def test_enqueue_many_during_a_stall_reports_what_is_certain(
         raw.close()
 
 
+@pytest.mark.slow
+def test_a_submit_kept_shorter_than_resends_go_on_is_ambiguous_and_never_doubled(
+    private_url: str, make: Factory, prefix: str
+) -> None:
+    """A resend finds a submit's job by its nonce in the job's record, which a
+    short TTL may purge first: a job kept less than retry_deadline (result_ttl=1
+    < 5 s) is not resent after a lost reply but raises AmbiguousResultError,
+    saying when submitting it again is safe. One kept longer is resent, and the
+    resend answers as the first call did."""
+    producer = make(private_url, socket_timeout=0.3, retry_deadline=5.0)
+    producer.submit("q", "warm-up")  # registers the queue: a submit is one script call
+    with redis.Redis.from_url(private_url) as raw:
+        before = _script_calls(raw)
+        with Stall(private_url, 1.0), pytest.raises(worqr.AmbiguousResultError) as caught:
+            producer.submit("q", "short", id="short", result_ttl=1)
+        message = str(caught.value)
+        assert "job 'short' may or may not have been submitted" in message
+        assert "not resent" in message and "duplicate=True" in message
+        wait_until(lambda: _answers(raw))
+        assert _script_calls(raw) - before == 1  # sent once: never resent
+        assert producer.get_stats("q")["submitted"] in (1, 2)  # warm-up, and short at most once
+        before = _script_calls(raw)
+        with Stall(private_url, 1.0):  # kept 10 s at least (min_retention): resent
+            ref = producer.submit("q", "long", id="long")
+        assert _script_calls(raw) - before >= 2
+    assert ref == worqr.JobRef("q", "long")  # created, by the first call or the resend
+    info = producer.get_job("q", "long")
+    assert info is not None and info.payload == "long"
+    stats = producer.get_stats("q")
+    assert producer.count_jobs("q")["queued"] == stats["submitted"]  # each created once
+    assert stats.get("deduplicated", 0) == 0  # the resend was no duplicate submit either
+
+
 # -- Redis down ------------------------------------------------------------------------
 
 

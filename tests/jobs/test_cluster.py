@@ -27,7 +27,9 @@ from .test_lifecycle import (
     test_cancel_reaches_every_live_state,
     test_failures_retry_after_their_delay_then_fail,
     test_get_jobs_pages_through_each_state,
+    test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh,
     test_result_waits_for_the_end_without_polling,
+    test_retention_is_logical_exact_and_bounded,
     test_retry_job_gives_a_new_life_and_respects_the_unique_marker,
     watched,
 )
@@ -43,7 +45,9 @@ __all__ = [  # borrowed, collected here with this module's fixtures
     "test_cancel_reaches_every_live_state",
     "test_failures_retry_after_their_delay_then_fail",
     "test_get_jobs_pages_through_each_state",
+    "test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh",
     "test_result_waits_for_the_end_without_polling",
+    "test_retention_is_logical_exact_and_bounded",
     "test_retry_job_gives_a_new_life_and_respects_the_unique_marker",
 ]
 

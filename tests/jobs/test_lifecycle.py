@@ -17,6 +17,7 @@ import worqr
 from tests.support.waiting import async_wait_until, wait_until
 from worqr._clients import async_client
 from worqr._core import produce
+from worqr._core.upkeep import UPKEEP_INTERVAL, UPKEEP_SLICE
 from worqr._jobs import STATES, JobProcess
 from worqr._keys import MeshKeys
 
@@ -370,20 +371,26 @@ def test_any_cursor_of_digits_is_taken_by_every_state_and_nothing_else_is(make: 
                 producer.get_jobs("q", state, cursor=bad)
 
 
-def test_retention_is_logical_and_bounded(
+def test_retention_is_logical_exact_and_bounded(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:
-    settings = worqr.JobSettings(result_ttl=0, min_retention=0.2, max_retained=5, purge_budget=50)
+    """A TTL is exact: a job kept result_ttl=0 is gone for every read the moment
+    it ends (min_retention keeps only watched jobs longer), and the take that
+    finished it already purged it. Past max_retained, the cap purges."""
+    settings = worqr.JobSettings(result_ttl=0, min_retention=30, max_retained=5, purge_budget=50)
     producer, worker = make(jobs=settings), make(start=True, jobs=settings)
     refs = producer.submit_many("q", [f"j{i}" for i in range(10)])
     for process in take(worker):
         finish(worker, process)
-    assert producer.count_jobs("q")["finished"] == 10  # min_retention keeps them a moment
-    wait_until(lambda: producer.count_jobs("q")["finished"] == 0, timeout=3)
-    assert all(producer.get_job("q", ref.id) is None for ref in refs)  # gone for every read
-    take(worker)  # a take purges what expired
+    assert producer.count_jobs("q") == counts()  # no floor: gone at once
+    assert all(producer.get_job("q", ref.id) is None for ref in refs)  # for every read
+    assert producer.get_jobs("q", "finished") == ([], None)
+    with pytest.raises(worqr.JobNotFoundError):
+        producer.result("q", refs[0].id, timeout=0)
     keys = MeshKeys(prefix).queue("q")
     assert redis_client.hlen(keys.jobs) == 0 and redis_client.hlen(keys.job_data) == 0
+    assert redis_client.zcard(keys.job_finished) == 0 and redis_client.hlen(keys.job_result) == 0
+    assert producer.get_stats("q")["purged"] == 10
     # The cap: past max_retained terminal records, the oldest go (once min_retention passed).
     capped = make(jobs=worqr.JobSettings(max_retained=5, min_retention=0.1, purge_budget=50))
     capped_worker = make(start=True, jobs=capped.settings.jobs)
@@ -399,21 +406,26 @@ def test_retention_is_logical_and_bounded(
     assert capped.get_stats("c")["purged_by_cap"] == 7
 
 
+@pytest.mark.slow
 def test_failed_and_cancelled_records_expire_and_takes_purge_them(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:
-    """Each terminal state has its own TTL, and a take purges every state's
-    expired records (the purge looks only where the counts say records are)."""
-    settings = worqr.JobSettings(failure_ttl=0, cancelled_ttl=0, min_retention=0.05)
+    """Each terminal state has its own TTL, exact (min_retention keeps only
+    watched jobs longer), and a take purges every state's expired records (the
+    purge looks only where the counts say records are)."""
+    settings = worqr.JobSettings(failure_ttl=1, cancelled_ttl=1, min_retention=30)
     producer, worker = make(jobs=settings), make(start=True, jobs=settings)
     failed, cancelled, kept = producer.submit_many("q", ["fails", "cancelled", "kept"])
     assert producer.cancel_job("q", cancelled.id)
     [process] = [p for p in take(worker) if p.job_id == failed.id]
     worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail: no")
-    assert producer.count_jobs("q")["failed"] == 1 and producer.count_jobs("q")["cancelled"] == 1
-    wait_until(
-        lambda: producer.count_jobs("q")["failed"] == producer.count_jobs("q")["cancelled"] == 0
-    )
+    ended = {ref.id: producer.get_job("q", ref.id) for ref in (failed, cancelled)}
+    assert [info.state for info in ended.values() if info] == ["failed", "cancelled"]
+    last = max(info.ended or 0.0 for info in ended.values() if info)
+    # 1 s after the later end, both are gone for every read (not min_retention's 30 s).
+    wait_until(lambda: producer.server_time() > last + 1.0, timeout=3)
+    assert producer.count_jobs("q")["failed"] == producer.count_jobs("q")["cancelled"] == 0
+    assert all(producer.get_job("q", id) is None for id in ended)
     take(worker)  # a take purges what expired
     keys = MeshKeys(prefix).queue("q")
     assert redis_client.zcard(keys.job_failed) == redis_client.zcard(keys.job_cancelled) == 0
@@ -422,13 +434,14 @@ def test_failed_and_cancelled_records_expire_and_takes_purge_them(
     assert producer.get_job("q", kept.id).state == "active"  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:
     """A job queue whose workers left keeps expired records (invisible to reads)
     and due delayed jobs: the mesh's reaper purges and promotes them, in passes
     bounded per call and at most one per interval for the whole mesh."""
-    settings = worqr.JobSettings(result_ttl=0, min_retention=0.05)
+    settings = worqr.JobSettings(result_ttl=0.5)  # expires after its worker left
     producer, worker = make(jobs=settings), make(start=True, jobs=settings)
     total = 1200  # more than one script call's budget (UPKEEP_BUDGET)
     producer.submit_many("idle", [f"j{i}" for i in range(total)])
@@ -448,12 +461,67 @@ def test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh(
     assert redis_client.hlen(keys.jobs) == 2 and redis_client.hlen(keys.job_data) == 1
     assert producer.get_job("idle", later.id).state == "queued"  # type: ignore[union-attr]
     assert producer.get_stats("idle")["purged"] == total
-    assert redis_client.pttl(MeshKeys(prefix).upkeep) > 25_000
+    assert 0 < redis_client.pttl(MeshKeys(prefix).upkeep) <= UPKEEP_INTERVAL * 1000
     # Within the interval, no peer tidies again.
     producer.submit("idle", "another", delay=0.05)
     wait_until(lambda: producer._job_counts("idle")["overdue"] == 1, timeout=3)
     peer.reap()
     assert producer.count_jobs("idle") == counts(queued=1, delayed=1)  # not this interval
+
+
+def upkeep_pass(client: worqr.Worqr, members_of: dict[str, str]) -> list[str]:
+    """Run one upkeep pass step by step; the queues whose members it checked
+    (``members_of``: each queue's members key -> its name)."""
+    plan = client._core.tidy_job_queues()
+    checked: list[str] = []
+    try:
+        request = next(plan)
+        while True:
+            if request.script is None and request.args[0] == "SCARD":
+                name = members_of.get(str(request.args[1]))
+                checked += [name] if name else []
+            request = plan.send(client._execute(request, 0))
+    except StopIteration:
+        return checked
+
+
+@pytest.mark.slow
+def test_the_upkeep_sweeps_many_job_queues_a_bounded_slice_per_pass(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    """A mesh with a thousand job queues nobody serves: each upkeep pass checks
+    a slice of about UPKEEP_SLICE of them, round robin through the registry
+    (from a cursor the mesh keeps), so a pass costs the same with 10 or 10,000
+    job queues; a sweep reaches every queue, however many others have no
+    members either, and purges their expired records."""
+    settings = worqr.JobSettings(result_ttl=0.2)
+    producer, worker = make(jobs=settings), make(start=True, jobs=settings)
+    mesh = MeshKeys(prefix)
+    names = [f"empty-{i:04}" for i in range(1000)]
+    redis_client.sadd(mesh.jobqueues, *names)  # registered, no member, nothing held
+    expired = ["a-first", "m-middle", "z-last"]
+    for queue in expired:
+        producer.submit(queue, "x")
+        [process] = take(worker, queue)
+        assert finish(worker, process)
+        worker.stop_work(queue)
+    wait_until(lambda: all(producer.count_jobs(q)["finished"] == 0 for q in expired), timeout=3)
+    assert all(redis_client.hlen(mesh.queue(q).jobs) == 2 for q in expired)  # held, unread
+    members_of = {mesh.queue(q).members: q for q in [*names, *expired]}
+    seen: list[str] = []
+    passes = 0
+    while passes == 0 or redis_client.get(mesh.upkeep_cursor) != b"0":  # one whole sweep
+        assert passes <= 3 * len(members_of) // UPKEEP_SLICE, "the sweep did not end"
+        redis_client.delete(mesh.upkeep)  # as if the interval passed
+        checked = upkeep_pass(producer, members_of)
+        assert 0 < len(checked) <= 2 * UPKEEP_SLICE  # a slice, whatever the registry holds
+        seen += checked
+        passes += 1
+    assert passes >= len(members_of) // (2 * UPKEEP_SLICE)  # sliced, not all in one pass
+    assert set(seen) == set(members_of.values())  # the sweep reached every queue
+    assert len(seen) <= len(members_of) + 2 * UPKEEP_SLICE  # ... about once each
+    assert not any(redis_client.hlen(mesh.queue(q).jobs) for q in expired)  # purged
+    assert not redis_client.keys(f"{{{prefix}:empty-*")  # nothing written for them
 
 
 def test_a_mesh_of_task_queues_writes_no_upkeep_key(

@@ -10,6 +10,7 @@ import pytest
 import redis
 
 import worqr
+from worqr._core.calls import Call
 from worqr._keys import MeshKeys
 
 Make = Callable[..., worqr.Worqr]
@@ -77,6 +78,42 @@ def test_a_resent_submit_answers_as_the_first_call(wq: worqr.Worqr) -> None:
     ]
     assert int(second[0][1]) == 1  # "created", not a duplicate
     assert wq.count_jobs("q")["queued"] == 1
+
+
+def submit_call(client: worqr.Worqr, payloads: list[str], **options: object) -> Call:
+    """The job_submit script call a submit of ``payloads`` with ``options``
+    makes (not sent)."""
+    plan = client._core.submit_many("q", payloads, **options)
+    request = next(plan)
+    while request.script != "job_submit":  # registries first
+        request = plan.send(client._execute(request, 0))
+    plan.close()
+    return request
+
+
+@pytest.mark.parametrize(
+    ("jobs", "options", "resent"),
+    [
+        ({}, {}, True),  # kept an hour, or min_retention (10 s) under the cap: >= 10 s
+        ({}, {"result_ttl": 10}, True),
+        ({}, {"result_ttl": 9.9}, False),  # could be purged before resends stop (10 s)
+        ({}, {"result_ttl": 0}, False),
+        ({"result_ttl": 1}, {}, False),
+        ({"result_ttl": 1}, {"result_ttl": 60}, True),  # its own TTL wins
+        ({"failure_ttl": 5}, {}, False),  # it might fail...
+        ({"cancelled_ttl": 5}, {}, False),  # ... or be cancelled
+        ({"min_retention": 5}, {}, False),  # past max_retained, the cap purges it then
+    ],
+)
+def test_a_submit_is_resent_only_if_its_job_outlasts_the_resends(
+    make: Make, jobs: dict[str, float], options: dict[str, float], resent: bool
+) -> None:
+    """Invariant 5: a resend finds the first call's job by its nonce only while
+    its record lasts, so a submit is resendable after an ambiguous failure only
+    when the job is surely kept retry_deadline after it ends, however it ends."""
+    client = make(retry_deadline=10.0, jobs=worqr.JobSettings(**jobs))
+    assert submit_call(client, ["one"], **options).idempotent is resent
+    assert submit_call(client, ["a", "b"], **options).idempotent is resent
 
 
 @pytest.mark.parametrize("ending", ["finished", "failed", "cancelled"])

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from tests.support.metrics import Snapshot, scrape, value
 from tests.support.timing import quiet
 from tests.support.waiting import wait_until
-from worqr import JobSettings, Worqr
+from worqr import Worqr
 from worqr._jobs import STATES, JobProcess
 from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis, free_port
@@ -91,17 +91,17 @@ def exported_jobs(snapshot: Snapshot, queue: str) -> dict[str, float | None]:
     return {state: value(snapshot, "worqr_jobs", queue=queue, state=state) for state in STATES}
 
 
+@pytest.mark.slow
 def test_collector_reports_exact_job_counts_overdue_jobs_and_job_events(
     redis_url: str, prefix: str, redis_client: redis.Redis, collector: MeshCollector
 ) -> None:
     keys = MeshKeys(prefix).queue("j")
-    short = JobSettings(min_retention=0.3)  # a finished job with result_ttl=0 expires soon
     with (
         Worqr(redis_url, settings=quiet(prefix)) as producer,
-        Worqr(redis_url, settings=quiet(prefix, jobs=short)) as worker,
+        Worqr(redis_url, settings=quiet(prefix)) as worker,
     ):
         worker.start_worker()
-        finished = producer.submit("j", "fin", result_ttl=0)
+        finished = producer.submit("j", "fin", result_ttl=1.5)  # expires 1.5 s after it ends
         for payload in ("retry", "fail", "run"):
             producer.submit("j", payload)
         _, taken, _ = worker._take_jobs("j", [], 4)

@@ -263,7 +263,8 @@ class Checker:
         allowed = {
             f"{self.mesh_tag}:queues",
             f"{self.mesh_tag}:reaper",  # a lock that expires within one heartbeat
-            f"{self.mesh_tag}:upkeep",  # expires within 30 s (job queues only)
+            f"{self.mesh_tag}:upkeep",  # expires within 2 s (job queues only)
+            f"{self.mesh_tag}:upkeep:cursor",  # expires a minute after the last upkeep pass
             self.key("stats"),
             self.key("seq"),
             self.key("config"),

@@ -24,8 +24,16 @@ def job_kind(keys: QueueKeys) -> Call:
     return Call("job_kind", (keys.config, keys.tasks, keys.processes), ())
 
 
-def job_submit(keys: QueueKeys, jobs: Sequence[SubmitItem], *, publish: str, policy: str) -> Call:
-    # Resend-safe: each job is keyed by its id and the call's nonce.
+def job_submit(
+    keys: QueueKeys,
+    jobs: Sequence[SubmitItem],
+    *,
+    publish: str,
+    policy: str,
+    resendable: bool = True,
+) -> Call:
+    # Resend-safe while the records last: each job is keyed by its id and the
+    # call's nonce (``resendable``: the caller says whether they outlast resends).
     return Call(
         "job_submit",
         (
@@ -37,6 +45,7 @@ def job_submit(keys: QueueKeys, jobs: Sequence[SubmitItem], *, publish: str, pol
             keys.stats,
         ),
         (keys.wake_prefix, publish, policy, *(field for job in jobs for field in job)),
+        resendable,
     )
 
 

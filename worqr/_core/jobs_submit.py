@@ -10,8 +10,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .._checks import MAX_EPOCH_SECONDS, count, flag, optional_count, optional_seconds
-from .._errors import WorqrError, WrongQueueKindError
-from .._jobs import JobRef, check_backoff, ms, new_job_id, validate_job_id
+from .._errors import AmbiguousResultError, WorqrError, WrongQueueKindError
+from .._jobs import JobRef, JobSettings, check_backoff, ms, new_job_id, validate_job_id
 from . import job_scripts
 from .calls import Plan, command
 from .job_scripts import SubmitItem
@@ -61,6 +61,30 @@ def job_options(
     return options
 
 
+def shortest_retention(jobs: JobSettings, own_ttl_ms: int | None) -> float:
+    """Seconds a job is surely kept after it ends, however it ends: its result
+    TTL (``own_ttl_ms``, else the default), failure_ttl, cancelled_ttl, and
+    min_retention (past max_retained, the cap may purge it from then on)."""
+    result_ttl = jobs.result_ttl if own_ttl_ms is None else own_ttl_ms / 1000
+    return min(result_ttl, jobs.failure_ttl, jobs.cancelled_ttl, jobs.min_retention)
+
+
+def _ambiguous(chunk: list[SubmitItem], done: int, total: int, kept: float, resends: float) -> str:
+    """What a submit call that may or may not have applied says: which jobs,
+    why it was not resent, and when submitting them again is safe."""
+    which = f"job {chunk[0][0]!r}" if len(chunk) == 1 else f"{len(chunk)} jobs"
+    before = f"{done} of {total} jobs were submitted; " if total > len(chunk) else ""
+    return (
+        f"{before}{which} may or may not have been submitted: the connection failed after "
+        f"the call was sent. It was not resent: a job kept only {kept:g} s after it ends "
+        f"(result_ttl, failure_ttl, cancelled_ttl, min_retention) can be purged before "
+        f"resends (for up to {resends:g} s, Settings.retry_deadline) would find it, and a "
+        "resend would then create it twice. Submitting again with the same id is safe "
+        "while the first is still queued or running (it answers duplicate=True), but "
+        "runs the job again if the first already ended"
+    )
+
+
 def _chunks(items: list[SubmitItem], size: int) -> Iterator[list[SubmitItem]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -98,9 +122,16 @@ class JobProducing(Producing):
             return []
         publish = self.publish or (yield from self.publish_command())
         policy = self.settings.jobs.policy
+        # A resend finds what the first call created by its nonce, in the job's
+        # record: only while the record lasts. A job that may be purged before
+        # resends stop is not resent after an ambiguous failure (invariant 5).
+        kept = shortest_retention(self.settings.jobs, recorded.get("k"))
+        resendable = kept >= self.settings.retry_deadline
         refs: list[JobRef] = []
         for chunk in _chunks(items, self.settings.jobs.submit_chunk):
-            call = job_scripts.job_submit(keys, chunk, publish=publish, policy=policy)
+            call = job_scripts.job_submit(
+                keys, chunk, publish=publish, policy=policy, resendable=resendable
+            )
             try:
                 reply = yield from self.replicated(
                     call,
@@ -109,12 +140,17 @@ class JobProducing(Producing):
                     len(items),
                     what="job(s)",
                     verb="submitted",
-                    again="submitting them again with the same ids creates nothing twice",
+                    again="submitting them again with the same ids creates nothing while "
+                    "they are queued or running, but runs again any that already ended",
                 )
             except WrongQueueKindError as error:
                 raise WrongQueueKindError(
                     f"queue {queue!r}: {error}", queue_kind=error.queue_kind
                 ) from None
+            except AmbiguousResultError as error:
+                raise AmbiguousResultError(
+                    _ambiguous(chunk, len(refs), len(items), kept, self.settings.retry_deadline)
+                ) from error
             except Exception as error:
                 if not refs:
                     raise

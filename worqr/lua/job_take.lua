@@ -227,7 +227,10 @@ if resent then
   return {finished, taken, 0, {}, FLOW_OPS, now}
 end
 
-purge(J, now, math.max(policy.purge_budget, 2 * done), policy)
+-- A finishing take purges twice what it finishes (amortised O(1)); one that
+-- finishes nothing (an idle member's poll, a wake-up) has time to spare and
+-- purges a larger bounded batch, so an idle queue's backlog goes within a poll.
+purge(J, now, done > 0 and math.max(policy.purge_budget, 2 * done) or policy.idle_purge, policy)
 local timed = redis.call('EXISTS', job_delayed, job_retrying, job_sched_next) > 0
 local promoted = 0
 local refill = {}

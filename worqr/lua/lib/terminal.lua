@@ -15,13 +15,19 @@ local function release_unique(unique, record, entry)
 end
 
 -- mark_ended(J, record, state, now, policy) -> purge-at ms: the record, counts and
---   stats say the job is `state` now (f, x or c); the caller indexes it
+--   stats say the job is `state` now (f, x or c); the caller indexes it.
+--   The purge time is exact: ended + ttl (the job's own result ttl when it
+--   finished, else its state's). Only a job a result() waiter watches (w) is
+--   kept min_retention at least, so the woken waiter finds it.
 local function mark_ended(J, record, state, now, policy)
   local ttl = policy[TTL[state]]
   if state == 'f' and record.k then
     ttl = record.k
   end
-  local purge_at = now + math.max(ttl, policy.min_retention)
+  if record.w then
+    ttl = math.max(ttl, policy.min_retention)
+  end
+  local purge_at = now + ttl
   move(J.counts, record.s, state)
   record.s = state
   record.e = now
