@@ -16,18 +16,23 @@ scenarios still chain real requests: a submit, then that job's status, result
 declares and those Schemathesis infers from ``Location`` headers.
 
 A bigger campaign: ``WORQR_FUZZ_EXAMPLES=300 WORQR_FUZZ_SEED=1 pytest
---timeout=0 tests/http/test_fuzz.py`` (tests/README.md).
+--timeout=0 tests/http/test_fuzz.py`` (tests/README.md). The last test checks
+the harness's own hook (`support/fuzz_hooks.py`), which keeps ``?wait=`` short.
 """
 
 from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from tests.http.conftest import TOKEN
 from tests.support.fuzz import Campaign, run_schemathesis, served
+
+# ?wait= as a bounded, optional number (the way pydantic writes one).
+WAIT_SCHEMA = {"anyOf": [{"type": "number", "minimum": 0, "maximum": 60}, {"type": "null"}]}
 
 
 @pytest.mark.slow
@@ -50,3 +55,30 @@ def test_schemathesis_finds_nothing(
             f"server log: {server.log}\n$ {command}\n\n{outcome.output}",
             pytrace=False,
         )
+
+
+@pytest.mark.parametrize(
+    ("documented", "sent", "expected"),
+    [
+        (WAIT_SCHEMA, 30, 0.2),
+        (WAIT_SCHEMA, "60", "0.2"),  # the coverage phase sends query values as text
+        (WAIT_SCHEMA, 0.1, 0.1),
+        (WAIT_SCHEMA, 61, 61),  # rejected by the document: sent as generated
+        (WAIT_SCHEMA, -1, -1),
+        (WAIT_SCHEMA, "soon", "soon"),
+        ({"$ref": "#/components/schemas/Wait"}, 30, 0.2),
+        ({"$ref": "#/components/schemas/Wait"}, 61, 61),
+        ({"$ref": "#/nowhere"}, 61, 0.2),  # unreadable: shortened, to stay short
+    ],
+)
+def test_the_hook_shortens_the_waits_the_document_accepts(
+    documented: dict[str, object], sent: object, expected: object
+) -> None:
+    from tests.support.fuzz_hooks import before_call  # imports Schemathesis
+
+    wait = SimpleNamespace(name="wait", definition={"in": "query", "schema": documented})
+    document = {"openapi": "3.1.0", "components": {"schemas": {"Wait": WAIT_SCHEMA}}}
+    operation = SimpleNamespace(query=[wait], schema=SimpleNamespace(raw_schema=document))
+    case = SimpleNamespace(query={"wait": sent}, operation=operation)
+    before_call(None, case, {})
+    assert case.query == {"wait": expected}

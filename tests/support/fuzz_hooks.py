@@ -8,7 +8,9 @@ submitted, which no worker runs. A ``wait`` the document accepts is sent as
 at most `MAX_WAIT` seconds instead: still a valid wait, still the server's
 waiting path (a 202 after it), but a 30-second draw no longer costs 30
 seconds, or a read timeout. A value the document rejects (negative, too big,
-not a number) is sent as generated.
+not a number) is sent as generated; a number over `MAX_WAIT` whose validity
+this hook cannot read from the document is shortened too (Schemathesis then
+judges the request by the value sent).
 """
 
 from __future__ import annotations
@@ -49,11 +51,16 @@ def _number(value: object) -> float | None:
     return None
 
 
-def _valid(schema: dict[str, Any], value: object) -> bool:
+def _accepts(case: Any, schema: dict[str, Any], value: float) -> bool | None:
+    """Whether ``schema`` accepts ``value``; None when it cannot be read. Its
+    ``$ref``s resolve in the whole document, which is the validator's root
+    (the document's own keys are no JSON Schema keywords)."""
     try:
-        return Draft202012Validator(schema).is_valid(value)
-    except Exception:  # a $ref or anything else this check cannot read: leave the value alone
-        return False
+        document = case.operation.schema.raw_schema
+        root = {**document, **schema} if isinstance(document, dict) else schema
+        return bool(Draft202012Validator(root).is_valid(value))
+    except Exception:
+        return None
 
 
 @schemathesis.hook
@@ -65,5 +72,8 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
     if wait is None or wait <= MAX_WAIT:
         return
     schema = _documented(case, WAIT)
-    if schema is not None and _valid(schema, wait) and _valid(schema, MAX_WAIT):
-        query[WAIT] = str(MAX_WAIT) if isinstance(query[WAIT], str) else MAX_WAIT
+    if schema is not None:
+        valid, shorter_valid = _accepts(case, schema, wait), _accepts(case, schema, MAX_WAIT)
+        if valid is False or shorter_valid is False:
+            return  # sent as generated: the document rejects it (or the shorter one)
+    query[WAIT] = str(MAX_WAIT) if isinstance(query[WAIT], str) else MAX_WAIT
