@@ -29,6 +29,8 @@
 `sentinel`          a real master, replica and three sentinels
 `fault_harness`     the fault suite's `worqr worker` meshes, execution log and
                     invariant checker; `fault_proxy`: a TCP partition proxy
+`fuzz`              Schemathesis (`st run`) against a real `worqr http`, the
+                    harness of http/test_fuzz.py; `fuzz_hooks`: its hooks
 `apps/`             worker modules that subprocesses load by name
                     (``worqr worker fault_app:worker``, ``cli_worker_app``,
                     ``job_app``)
