@@ -72,6 +72,8 @@ def validate_job_id(id: object) -> str:
         raise ValueError(f"job id must be 1 to {MAX_ID_CHARS} characters, got {len(id)}")
     if any(ord(char) < 32 or ord(char) == 127 for char in id):
         raise ValueError(f"job id {id!r} contains a control character")
+    if any(0xD800 <= ord(char) <= 0xDFFF for char in id):
+        raise ValueError(f"job id {id!r} contains a lone surrogate, which UTF-8 cannot hold")
     return id
 
 

@@ -106,7 +106,7 @@ BAD_SUBMITS: list[tuple[str, Any, str]] = [
     ("q", {"payload": 7}, "invalid_option"),
     ("q", {"payload": "x", "payload_b64": "eA=="}, "invalid_option"),
     ("q", {"payload_b64": "not base64!"}, "invalid_option"),
-    ("q", b'{"payload": "\\ud800"}', "invalid_option"),  # a lone surrogate: not UTF-8
+    ("q", b'{"payload": "\\ud800"}', "invalid_json"),  # a lone surrogate: not I-JSON
     ("q", {"payload": "x", "delay": 1e308}, "invalid_option"),
     ("q", {"payload": "x", "delay": 10**400}, "invalid_option"),  # too large for a float
     ("q", {"payload": "x", "delay": 10**30}, "invalid_option"),
@@ -161,7 +161,7 @@ def test_unknown_jobs_are_404_on_every_job_route(api: ApiRunner) -> None:
         await api.http.post("/v1/queues/q/jobs", json={"payload": "x"})  # a job queue
         for method, path in [
             ("GET", ""),
-            ("DELETE", ""),
+            ("POST", "/cancel"),
             ("POST", "/retry"),
             ("GET", "/result"),
             ("GET", "/events"),
@@ -180,7 +180,7 @@ def test_job_routes_on_a_task_queue_are_409_and_write_nothing(api: ApiRunner) ->
         for method, path, body in [
             ("POST", "", {"payload": "x"}),
             ("GET", "/j1", None),
-            ("DELETE", "/j1", None),
+            ("POST", "/j1/cancel", None),
             ("GET", "/j1/result", None),
             ("GET", "?state=queued", None),
         ]:
@@ -219,7 +219,7 @@ def test_result_waits_for_the_end_and_says_how_it_ended(
         held = await submit("hold")
         pending = await api.http.get(f"/v1/queues/work/jobs/{held}/result?wait=0.2")
         assert pending.status_code == 202 and pending.json()["state"] in ("queued", "active")
-        assert (await api.http.delete(f"/v1/queues/work/jobs/{held}")).status_code == 200
+        assert (await api.http.post(f"/v1/queues/work/jobs/{held}/cancel")).status_code == 200
         ended = await api.http.get(f"/v1/queues/work/jobs/{held}/result")
         assert ended.json() == {"id": held, "state": "cancelled", "error": None}
 
@@ -239,9 +239,9 @@ def test_cancel_and_retry_answer_409_when_they_do_not_apply(api: ApiRunner) -> N
     async def scenario(api: Api) -> None:
         ref = await api.client.submit("q", "x", id="j", delay=600)
         assert (await api.http.post(f"/v1/queues/q/jobs/{ref.id}/retry")).status_code == 409
-        cancelled = await api.http.delete(f"/v1/queues/q/jobs/{ref.id}")
+        cancelled = await api.http.post(f"/v1/queues/q/jobs/{ref.id}/cancel")
         assert cancelled.json() == {"id": "j", "state": "cancelled"}
-        again = await api.http.delete(f"/v1/queues/q/jobs/{ref.id}")
+        again = await api.http.post(f"/v1/queues/q/jobs/{ref.id}/cancel")
         assert again.status_code == 409 and again.json()["error"]["code"] == "not_cancellable"
         retried = await api.http.post(f"/v1/queues/q/jobs/{ref.id}/retry")
         assert retried.json() == {"id": "j", "state": "queued"}
@@ -316,7 +316,10 @@ def test_names_holding_a_slash_or_a_percent_work_in_every_path(api: ApiRunner) -
         assert (status.json()["queue"], status.json()["id"]) == (queue, id)
         listed = await api.http.get(f"{path}/jobs", params={"state": "queued"})
         assert [job["id"] for job in listed.json()["jobs"]] == [id]
-        assert (await api.http.delete(location)).json() == {"id": id, "state": "cancelled"}
+        assert (await api.http.post(f"{location}/cancel")).json() == {
+            "id": id,
+            "state": "cancelled",
+        }
         retried = await api.http.post(f"{location}/retry")
         assert retried.json() == {"id": id, "state": "queued"}
         assert (await api.client.get_job(queue, id)).state == "queued"  # type: ignore[union-attr]

@@ -117,8 +117,14 @@ def test_a_405_names_every_method_its_path_has(api: ApiRunner) -> None:
     api(scenario, token=TOKEN)
 
 
+# Lone surrogates are left out: no URL and no I-JSON body can carry one (the
+# body's parser refuses them: tests/http/test_jobs.py), and the library refuses
+# them too (tests/client/test_input.py).
+UNICODE = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=300)
+
+
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
-@given(name=st.text(max_size=300))
+@given(name=UNICODE)
 def test_the_documented_name_rule_is_the_librarys(name: str) -> None:
     documented = re.fullmatch(NAME_PATTERN, name) is not None and len(name) <= 256
     try:
@@ -130,7 +136,7 @@ def test_the_documented_name_rule_is_the_librarys(name: str) -> None:
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
-@given(id=st.text(max_size=300))
+@given(id=UNICODE)
 def test_the_documented_id_rule_is_the_librarys(id: str) -> None:
     documented = re.fullmatch(JOB_ID_PATTERN, id) is not None and len(id) <= 256
     try:

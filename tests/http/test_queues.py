@@ -131,7 +131,7 @@ def test_task_dead_letters_are_counted_redriven_and_purged(api: ApiRunner) -> No
         process = await api.client.dequeue("t")
         assert process is not None
         await api.client.fail_process(process)
-        purged = await api.http.delete("/v1/queues/t/dead-letters")
+        purged = await api.http.post("/v1/queues/t/dead-letters/purge")
         assert purged.json() == {"purged": 1} and await api.client.count_failed("t") == 0
 
     api(scenario)
@@ -168,7 +168,7 @@ def test_failed_jobs_are_dead_letters_redriven_and_purged(
         # They run again (and fail again): attempts grow.
         await async_wait_until(lambda: equals(api.client.count_failed("work"), 2), timeout=10)
         assert all([(await api.client.get_job("work", r.id)).attempts == 2 for r in refs])  # type: ignore[union-attr]
-        purged = await api.http.delete("/v1/queues/work/dead-letters")
+        purged = await api.http.post("/v1/queues/work/dead-letters/purge")
         assert purged.json() == {"purged": 2}
         assert all([await api.client.get_job("work", r.id) is None for r in refs])
 

@@ -147,7 +147,7 @@ def test_mutations_from_another_sites_page_are_refused(
         ):
             for method, path in (
                 ("POST", "/v1/queues/q/jobs"),
-                ("DELETE", "/v1/queues/q/dead-letters"),
+                ("POST", "/v1/queues/q/dead-letters/purge"),
             ):
                 answer = await api.http.request(
                     method, path, content=b'{"payload": "x"}', headers=headers

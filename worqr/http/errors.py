@@ -76,7 +76,8 @@ async def _not_found(request: Request, error: Exception) -> Response:
 
 async def _ambiguous(request: Request, error: Exception) -> Response:
     # The command may have been applied: say so, the client decides (a submit
-    # with its own id is safe to send again).
+    # with its own id creates nothing twice while that job lives; the message
+    # says when sending it again could run it twice).
     return error_response(503, "ambiguous_result", str(error))
 
 

@@ -5,13 +5,13 @@ code says which part was wrong and whose message says how."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from functools import cache
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import from_json
 from starlette.requests import Request
 
 from .._jobs import validate_job_id
@@ -84,17 +84,15 @@ def query_of(request: Request, model: type[M]) -> M:
         raise bad_request("invalid_parameter", describe(error)) from None
 
 
-def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
 async def body_of(request: Request, model: type[M]) -> M:
     """The body, a JSON object, as ``model`` (the guard has bounded its size).
-    Parsed by the standard library, which refuses NaN and Infinity (not JSON)."""
+    Its parser refuses what is not I-JSON (RFC 7493): NaN and Infinity, and a
+    lone surrogate (``"\\ud800"``), which no UTF-8 text, and so no Redis string
+    worqr writes, can hold."""
     body = await request.body()
     try:
-        value = json.loads(body, parse_constant=_refuse_constant)
-    except (ValueError, UnicodeDecodeError) as error:
+        value = from_json(body, allow_inf_nan=False)
+    except ValueError as error:
         raise bad_request("invalid_json", f"the body is not JSON: {error}") from None
     if not isinstance(value, dict):
         raise bad_request("invalid_json", "the body must be a JSON object")

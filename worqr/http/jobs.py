@@ -132,8 +132,8 @@ OPERATIONS = [
         errors=(404, *_WRONG_KIND),
     ),
     Operation(
-        "DELETE",
-        JOB,
+        "POST",
+        f"{JOB}/cancel",
         "cancelJob",
         "cancel a job",
         cancel,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from .._checks import MAX_COUNT, MAX_EPOCH_SECONDS, MAX_SECONDS
@@ -32,12 +32,16 @@ from .config import MAX_WAIT_SECONDS
 
 # -- the rules of names and values, as JSON Schema keywords ---------------------
 
-NAME_PATTERN = r"^[^{}\u0000-\u001f\u007f-\u009f\ud800-\udfff]+$"
-"""`worqr.validate_name`: no braces (they would change the hash tag), no
-control character (Unicode's Cc) and no lone surrogate (Cs)."""
+NAME_PATTERN = r"^[^{}\u0000-\u001f\u007f-\u009f]+$"
+"""`worqr.validate_name`: no braces (they would change the hash tag) and no
+control character (Unicode's Cc). Its third rule, no lone surrogate (Cs),
+needs no pattern: a URL's UTF-8 cannot carry one, and the body's JSON parser
+refuses one (a pattern naming surrogates is one many regex engines, Rust's
+and so fuzzers', cannot compile)."""
 
-JOB_ID_PATTERN = r"^[^\u0000-\u001f\u007f\ud800-\udfff]+$"
-"""`validate_job_id`: no ASCII control character, no lone surrogate."""
+JOB_ID_PATTERN = r"^[^\u0000-\u001f\u007f]+$"
+"""`validate_job_id`: no ASCII control character (and no lone surrogate, as
+for names)."""
 
 BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 """Standard base64 with its padding, as ``base64.b64decode(validate=True)`` takes it."""
@@ -46,12 +50,10 @@ CURSOR_PATTERN = r"^[0-9]{1,19}$"
 """`get_jobs`'s cursor: decimal digits, below 2**64 (any such cursor is valid
 for every state; one past the end gives an empty last page)."""
 
-# The python-re engine: NAME_PATTERN names lone surrogates, which Rust's regex cannot.
-_STRICT = ConfigDict(extra="forbid", strict=True, regex_engine="python-re")
+_STRICT = ConfigDict(extra="forbid", strict=True)
 
 QueueName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN)]
 JobId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, pattern=JOB_ID_PATTERN)]
-Text = Annotated[str, Field(pattern=r"^[^\ud800-\udfff]*$")]  # Redis stores UTF-8
 Base64 = Annotated[
     str,
     Field(
@@ -59,6 +61,19 @@ Base64 = Annotated[
         json_schema_extra={"format": "byte", "contentEncoding": "base64"},
     ),
 ]
+
+
+def _whole_number(value: Any) -> Any:
+    """A float with no fraction as an int: JSON Schema's ``integer`` is a
+    number with no fraction, so ``1.0`` is one (a string or a bool is not)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+WHOLE = BeforeValidator(_whole_number)
+"""After an int field's bounds (``Annotated[int, Field(...), WHOLE]``): before
+them, pydantic would not write the bounds into the schema."""
 
 
 def seconds(*, above: bool = False, high: float = MAX_SECONDS) -> Any:
@@ -129,16 +144,16 @@ class SubmitBody(NoNulls):
         }
     )
 
-    payload: Text | SkipJsonSchema[None] = None
+    payload: str | SkipJsonSchema[None] = None
     payload_b64: Base64 | SkipJsonSchema[None] = None
     id: JobId | SkipJsonSchema[None] = Field(None, description="default: a new id")
     delay: Seconds | SkipJsonSchema[None] = Field(None, description="seconds until due")
     at: Annotated[float, seconds(high=MAX_EPOCH_SECONDS)] | SkipJsonSchema[None] = Field(
         None, description="when it is due: epoch seconds on Redis's clock"
     )
-    priority: Annotated[int, Field(ge=-MAX_PRIORITY, le=MAX_PRIORITY)] = 0
+    priority: Annotated[int, Field(ge=-MAX_PRIORITY, le=MAX_PRIORITY), WHOLE] = 0
     unique: bool = Field(False, description="at most one live job with this payload")
-    retries: Annotated[int, Field(ge=0, le=MAX_COUNT)] | SkipJsonSchema[None] = None
+    retries: Annotated[int, Field(ge=0, le=MAX_COUNT), WHOLE] | SkipJsonSchema[None] = None
     backoff: Seconds | BackoffBody | SkipJsonSchema[None] = Field(
         None, description="fixed seconds, or an exponential backoff"
     )
@@ -167,7 +182,7 @@ class SubmitBody(NoNulls):
         return options
 
 
-TaskList = Annotated[list[Text], Field(min_length=1)]
+TaskList = Annotated[list[str], Field(min_length=1)]
 Base64List = Annotated[list[Base64], Field(min_length=1)]
 
 
@@ -179,7 +194,7 @@ class EnqueueBody(NoNulls):
         json_schema_extra=exactly_one("task", "task_b64", "tasks", "tasks_b64")
     )
 
-    task: Text | SkipJsonSchema[None] = None
+    task: str | SkipJsonSchema[None] = None
     task_b64: Base64 | SkipJsonSchema[None] = None
     tasks: TaskList | SkipJsonSchema[None] = None
     tasks_b64: Base64List | SkipJsonSchema[None] = None
@@ -204,7 +219,7 @@ class CancelTasksBody(NoNulls):
 
     model_config = ConfigDict(json_schema_extra=exactly_one("task", "task_b64"))
 
-    task: Text | SkipJsonSchema[None] = None
+    task: str | SkipJsonSchema[None] = None
     task_b64: Base64 | SkipJsonSchema[None] = None
 
     @model_validator(mode="after")
@@ -222,7 +237,7 @@ class Rate(BaseModel):
 
     model_config = _STRICT
 
-    starts: Annotated[int, Field(ge=1, le=MAX_COUNT)]
+    starts: Annotated[int, Field(ge=1, le=MAX_COUNT), WHOLE]
     seconds: Annotated[float, Field(ge=MIN_RATE_SECONDS, le=MAX_RATE_SECONDS, allow_inf_nan=False)]
 
 
@@ -233,12 +248,12 @@ class LimitsBody(BaseModel):
     model_config = _STRICT
 
     rate: Rate | None = None
-    max_active: Annotated[int, Field(ge=1, le=MAX_COUNT)] | None = None
+    max_active: Annotated[int, Field(ge=1, le=MAX_COUNT), WHOLE] | None = None
 
 
 # -- query strings ------------------------------------------------------------
 
-Limit = Annotated[int, Field(ge=1, le=MAX_PAGE, description="page size")]
+Limit = Annotated[int, Field(ge=1, le=MAX_PAGE, description="page size"), WHOLE]
 Cursor = Annotated[str, Field(pattern=CURSOR_PATTERN, description="from the previous page")]
 JobStateName = Literal["delayed", "queued", "active", "retrying", "finished", "failed", "cancelled"]
 assert set(JobStateName.__args__) == set(STATES)  # type: ignore[attr-defined]

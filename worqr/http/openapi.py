@@ -34,7 +34,9 @@ ERROR_CODES = {
     409: "wrong_queue_kind (a task operation on a job queue or the reverse), "
     "not_cancellable, not_retryable",
     413: "body_too_large",
-    503: "redis_unavailable, or ambiguous_result (a submit with its own id is safe to resend)",
+    503: "redis_unavailable, or ambiguous_result (the submit may have been applied: sending it "
+    "again with the same id creates nothing twice while that job lives, but runs it again "
+    "once it ended and was purged)",
 }
 
 # What a submitted job's answers link to: the operations on the job it made.

@@ -188,8 +188,8 @@ OPERATIONS = [
         query=PageQuery,
     ),
     Operation(
-        "DELETE",
-        DEAD_LETTERS,
+        "POST",
+        f"{DEAD_LETTERS}/purge",
         "purgeDeadLetters",
         "purge them",
         purge,
