@@ -11,8 +11,11 @@ A block's fence says how (the words after ```` ```python ````):
   ``worqr worker NAME:worker``, while the next python block of the page runs;
   then it gets SIGTERM and must exit 0. A module with no python block after it
   is started, seen to register, and stopped the same way.
-- ``norun: REASON``: not run; the reason must be written (a cluster or
-  Sentinels at addresses of their own, say).
+- ``cluster``: a program for a Redis Cluster. It runs (as a program, above)
+  against the test's own 3-master cluster, whose node's URL replaces the
+  page's (``redis://10.0.0.5:7000``); `test_cluster_blocks_run` runs these.
+- ``norun: REASON``: not run; the reason must be written (Sentinels at
+  addresses of their own, say).
 
 Every block runs against the test server with the test's key prefix: the
 default URL the pages use (``redis://127.0.0.1:6379/0``, or none:
@@ -50,6 +53,7 @@ TITLE = re.compile(r'^title="(?P<name>[A-Za-z_]\w*)\.py"$')
 NORUN = re.compile(r"^norun:\s*(?P<reason>\S.*)$")
 RUNS_A_WORKER = re.compile(r"^\w+\.run\(\)", re.M)
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
+CLUSTER_URL = "redis://10.0.0.5:7000"  # the cluster node the pages name
 NAMED_PREFIX = re.compile(r'prefix="([^"]*)"')
 TIMEOUT = 60.0
 
@@ -79,6 +83,10 @@ class Block:
         return match["reason"].strip() if match else None
 
     @property
+    def cluster(self) -> bool:
+        return self.info == "cluster"
+
+    @property
     def runs_a_worker(self) -> bool:
         return bool(RUNS_A_WORKER.search(self.code))
 
@@ -99,7 +107,7 @@ def python_blocks(page: Path) -> list[Block]:
 
 def for_test(code: str, redis_url: str, prefix: str) -> str:
     """The block's code against the test server, under the test's prefix."""
-    code = code.replace(DEFAULT_URL, redis_url)
+    code = code.replace(DEFAULT_URL, redis_url).replace(CLUSTER_URL, redis_url)
     return NAMED_PREFIX.sub(lambda match: f'prefix="{prefix}:{match[1]}"', code)
 
 
@@ -210,7 +218,7 @@ def run_page(page: Path, mesh: Mesh) -> dict[int, str]:
     outputs: dict[int, str] = {}
     module: Block | None = None
     for block in python_blocks(page):
-        if block.reason is not None:
+        if block.reason is not None or block.cluster:
             continue
         if block.module is not None:
             if module is not None:  # a module with no program after it

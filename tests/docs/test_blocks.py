@@ -11,6 +11,7 @@ import redis
 
 from tests.docs.blocks import PAGES, Block, Mesh, python_blocks, run_page
 from tests.support import ROOT
+from tests.support.cluster import needs_asyncio_cluster
 
 README = ROOT / "README.md"
 RUNNABLE = [page for page in PAGES if python_blocks(page)]
@@ -43,9 +44,9 @@ def test_every_python_fence_says_how_it_runs() -> None:
     """Nothing after ```python, a module's title="NAME.py", or norun: with a
     reason: a typo or a bare `norun` fails rather than skipping quietly."""
     for block in every_python_block():
-        assert block.info == "" or block.module or block.reason, (
+        assert block.info == "" or block.module or block.cluster or block.reason, (
             f"{block.where}: fence info {block.info!r} is neither empty, "
-            'title="NAME.py" nor "norun: REASON"'
+            'title="NAME.py", cluster nor "norun: REASON"'
         )
 
 
@@ -81,3 +82,21 @@ def test_page_blocks_run(
         for (on_page, needle), lines in PRINTS.items():
             if on_page == page and needle in block.code:
                 assert outputs[block.line].splitlines() == lines, block.where
+
+
+CLUSTER_BLOCKS = [block for block in every_python_block() if block.cluster]
+
+
+def test_cluster_blocks_are_found() -> None:
+    assert {block.page.name for block in CLUSTER_BLOCKS} >= {"cluster.md", "scaling.md"}
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+@needs_asyncio_cluster
+@pytest.mark.parametrize("block", CLUSTER_BLOCKS, ids=lambda block: block.where)
+def test_cluster_blocks_run(
+    block: Block, redis_cluster_url: str, prefix: str, tmp_path: Path
+) -> None:
+    """A block for a Redis Cluster, against the session's 3-master cluster."""
+    Mesh(redis_cluster_url, prefix, tmp_path).run_program(block)
