@@ -40,6 +40,16 @@ def test_the_pages_are_found() -> None:
     assert README in RUNNABLE
 
 
+def test_every_python_fence_is_found() -> None:
+    """Each ```python fence of a page is one block the tests see (a parser that
+    missed some would let them go unrun without a word)."""
+    for page in PAGES:
+        fences = sum(
+            line.startswith("```python") for line in page.read_text("utf-8").splitlines()
+        )
+        assert len(python_blocks(page)) == fences, page
+
+
 def test_every_python_fence_says_how_it_runs() -> None:
     """Nothing after ```python, a module's title="NAME.py", or norun: with a
     reason: a typo or a bare `norun` fails rather than skipping quietly."""
