@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml
 
 lint: venv
 	$(BIN)/ruff check $(SRC_DIRS)
+	$(BIN)/ruff format --check $(SRC_DIRS)
 	$(BIN)/mypy
 	$(BIN)/python tools/unasync.py --check
 
