@@ -44,9 +44,7 @@ def test_every_python_fence_is_found() -> None:
     """Each ```python fence of a page is one block the tests see (a parser that
     missed some would let them go unrun without a word)."""
     for page in PAGES:
-        fences = sum(
-            line.startswith("```python") for line in page.read_text("utf-8").splitlines()
-        )
+        fences = sum(line.startswith("```python") for line in page.read_text("utf-8").splitlines())
         assert len(python_blocks(page)) == fences, page
 
 
