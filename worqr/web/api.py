@@ -25,6 +25,9 @@ from .._clients.async_client import AsyncWorqr
 from .._errors import WrongQueueKindError
 from .._jobs import STATES, validate_job_id
 from .._keys import validate_name
+from ..http.operations import reply
+from ..http.replies import PurgedReply, RedrivenReply
+from ..http.views import queue_kind
 from . import reads
 from .recoveries import RecoveryLog
 
@@ -75,7 +78,7 @@ async def job_queue(request: Request, name: object) -> str:
     """A known queue that holds jobs (the library answers False, not an error,
     for a job id on an empty task queue: it may become a job queue)."""
     queue = await known_queue(request, name)
-    if await client_of(request)._queue_kind(queue) != "jobs":
+    if await queue_kind(client_of(request), queue) != "jobs":
         raise ApiError(409, "wrong_queue_kind", f"queue {queue!r} holds tasks, not jobs")
     return queue
 
@@ -126,22 +129,14 @@ def _guarded(guard: Guard, handler: Handler) -> Handler:
 
 def _overview(log: RecoveryLog) -> Handler:
     async def overview(request: Request) -> Response:
-        data = await reads.overview(client_of(request))
-        log.observe(data)
-        data["recoveries"] = log.recent()
-        data["show_payloads"] = show_payloads(request)
-        return JSONResponse(data)
+        return reply(await reads.overview(client_of(request), log))
 
     return overview
 
 
 async def _queue(request: Request) -> Response:
-    client = client_of(request)
     name = await known_queue(request, request.query_params.get("name"))
-    data = await reads.queue_counts(client, name)
-    data["states"] = list(reads.all_states(data["kind"]))
-    data["now"] = await client.server_time()
-    return JSONResponse(data)
+    return reply(await reads.queue_detail(client_of(request), name))
 
 
 def _page(params: QueryParams) -> tuple[str, int]:
@@ -162,7 +157,7 @@ async def _jobs(request: Request) -> Response:
     page = await reads.jobs_page(
         client_of(request), name, state, limit=limit, cursor=params.get("cursor") or None
     )
-    return JSONResponse(page)
+    return reply(page)
 
 
 async def _job(request: Request) -> Response:
@@ -172,18 +167,15 @@ async def _job(request: Request) -> Response:
     found = await client.get_job(name, job_id)
     if found is None:
         raise ApiError(404, "unknown_job", f"no job {job_id!r} on {name!r} (or it was purged)")
-    detail = reads.job_detail(found, show_payloads=show_payloads(request))
-    detail["now"] = await client.server_time()
-    return JSONResponse(detail)
+    now = await client.server_time()
+    return reply(reads.job_view(found, now, show_payloads=show_payloads(request)))
 
 
 async def _failed(request: Request) -> Response:
     client = client_of(request)
     name = await known_queue(request, request.query_params.get("queue"))
-    kind = await client._queue_kind(name)
-    return JSONResponse(
-        await reads.dead_letters(client, name, kind, show_payloads=show_payloads(request))
-    )
+    kind = await queue_kind(client, name)
+    return reply(await reads.dead_letters(client, name, kind, show_payloads=show_payloads(request)))
 
 
 async def _retry(request: Request) -> Response:
@@ -202,12 +194,12 @@ async def _cancel(request: Request) -> Response:
 
 async def _redrive(request: Request) -> Response:
     name = await known_queue(request, (await _body(request)).get("queue"))
-    return JSONResponse({"moved": await client_of(request).requeue_failed(name)})
+    return reply(RedrivenReply(redriven=await client_of(request).requeue_failed(name)))
 
 
 async def _purge(request: Request) -> Response:
     name = await known_queue(request, (await _body(request)).get("queue"))
-    return JSONResponse({"purged": await client_of(request).purge_failed(name)})
+    return reply(PurgedReply(purged=await client_of(request).purge_failed(name)))
 
 
 def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]:
