@@ -96,6 +96,7 @@ def test_a_queue_its_jobs_by_state_a_job_and_dead_letters(
         letters = (await read(http, "failed", queue=TASKS)).json()
         missing = await read(http, "job", queue=EMAILS, id="nope")
         unknown = await read(http, "queue", name="nowhere")
+        cursor = await read(http, "jobs", queue=EMAILS, state="queued", cursor="-1")
         return {
             "queue": queue,
             "delayed": delayed,
@@ -104,6 +105,7 @@ def test_a_queue_its_jobs_by_state_a_job_and_dead_letters(
             "letters": letters,
             "missing": (missing.status_code, missing.json()["error"]),
             "unknown": (unknown.status_code, unknown.json()["error"]),
+            "cursor": (cursor.status_code, cursor.json()["error"]),
         }
 
     got = run_view(redis_url, prefix, scenario)
@@ -125,6 +127,7 @@ def test_a_queue_its_jobs_by_state_a_job_and_dead_letters(
     assert got["letters"]["letters"] == [{"bytes": 5}, {"bytes": 5}]  # sizes only
     assert got["missing"] == (404, "unknown_job")
     assert got["unknown"] == (404, "unknown_queue")
+    assert got["cursor"] == (400, "bad_request")  # the API's cursor rule, not a 500
 
 
 def test_payloads_show_only_with_show_payloads(redis_url: str, prefix: str, mesh: Mesh) -> None:

@@ -13,6 +13,7 @@ a view served without a token still cannot be driven by another site.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ from .._clients.async_client import AsyncWorqr
 from .._errors import WrongQueueKindError
 from .._jobs import STATES, validate_job_id
 from .._keys import validate_name
+from ..http.models import CURSOR_PATTERN
 from ..http.operations import reply
 from ..http.replies import PurgedReply, RedrivenReply
 from ..http.views import queue_kind
@@ -139,25 +141,24 @@ async def _queue(request: Request) -> Response:
     return reply(await reads.queue_detail(client_of(request), name))
 
 
-def _page(params: QueryParams) -> tuple[str, int]:
-    """The state and the page size a jobs page asks for."""
+def _page(params: QueryParams) -> tuple[str, int, str | None]:
+    """The state, the page size and the cursor (the API's rule) a jobs page asks for."""
     state = params.get("state", "queued")
     if state not in STATES:
         raise ApiError(400, "bad_request", f"state must be one of {', '.join(STATES)}")
     limit = params.get("limit", str(DEFAULT_PAGE))
     if not limit.isdigit() or not 1 <= int(limit) <= MAX_PAGE:
         raise ApiError(400, "bad_request", f"limit must be 1 to {MAX_PAGE}")
-    return state, int(limit)
+    cursor = params.get("cursor") or None
+    if cursor is not None and not re.fullmatch(CURSOR_PATTERN, cursor):
+        raise ApiError(400, "bad_request", "cursor must be the previous page's")
+    return state, int(limit), cursor
 
 
 async def _jobs(request: Request) -> Response:
-    params = request.query_params
-    name = await job_queue(request, params.get("queue"))
-    state, limit = _page(params)
-    page = await reads.jobs_page(
-        client_of(request), name, state, limit=limit, cursor=params.get("cursor") or None
-    )
-    return reply(page)
+    name = await job_queue(request, request.query_params.get("queue"))
+    state, limit, cursor = _page(request.query_params)
+    return reply(await reads.jobs_page(client_of(request), name, state, limit=limit, cursor=cursor))
 
 
 async def _job(request: Request) -> Response:
