@@ -103,9 +103,9 @@ def test_a_queue_its_jobs_by_state_a_job_and_dead_letters(
             "failed": failed,
             "job": job,
             "letters": letters,
-            "missing": (missing.status_code, missing.json()["error"]),
-            "unknown": (unknown.status_code, unknown.json()["error"]),
-            "cursor": (cursor.status_code, cursor.json()["error"]),
+            "missing": (missing.status_code, missing.json()["error"]["code"]),
+            "unknown": (unknown.status_code, unknown.json()["error"]["code"]),
+            "cursor": (cursor.status_code, cursor.json()["error"]["code"]),
         }
 
     got = run_view(redis_url, prefix, scenario)
@@ -125,7 +125,7 @@ def test_a_queue_its_jobs_by_state_a_job_and_dead_letters(
     assert not {"payload_preview", "result_preview"} & set(got["job"])
     assert got["letters"]["page"] == {"kind": "tasks", "count": BAD_TASKS}  # no values
     assert got["letters"]["letters"] == [{"bytes": 5}, {"bytes": 5}]  # sizes only
-    assert got["missing"] == (404, "unknown_job")
+    assert got["missing"] == (404, "job_not_found")  # the API's code
     assert got["unknown"] == (404, "unknown_queue")
     assert got["cursor"] == (400, "bad_request")  # the API's cursor rule, not a 500
 
@@ -200,7 +200,7 @@ def test_bad_mutations_are_refused_before_anything_changes(
             await http.post("/ui/api/retry", json={"queue": TASKS, "id": "1"}, headers=AUTH),
             await http.post("/ui/api/retry", json={"queue": IMPORTS}, headers=AUTH),
         ]
-        return [(a.status_code, a.json().get("error", a.text)) for a in answers]
+        return [(a.status_code, a.json()["error"]["code"]) for a in answers]
 
     assert run_view(redis_url, prefix, scenario) == [
         (415, "unsupported_media_type"),  # what a cross-site form could send
@@ -303,6 +303,10 @@ def test_the_view_reads_through_the_apis_records(
             "letters": await get("/ui/api/failed", queue=TASKS),
             "job": await get("/ui/api/job", queue=IMPORTS, id=mesh.failed_import),
         }
+        api_missing = await http.get(f"/v1/queues/{quoted[EMAILS]}/jobs/nope", headers=AUTH)
+        view_missing = await read(http, "job", queue=EMAILS, id="nope")
+        api["missing"] = (api_missing.status_code, api_missing.json())
+        view["missing"] = (view_missing.status_code, view_missing.json())
         return {"api": api, "view": view}
 
     got = run_api(redis_url, prefix, scenario, show_payloads=show_payloads)
@@ -326,6 +330,8 @@ def test_the_view_reads_through_the_apis_records(
     assert view["letters"]["page"] == {"kind": "tasks", "count": api["letters"]["count"]}
     assert view["job"]["job"] == without_values(api["job"])
     assert ("payload" in api["job"]) is show_payloads  # the API's own rule, unchanged
+    assert view["missing"] == api["missing"]  # an error too: the same status and body
+    assert view["missing"][0] == 404
 
 
 def run_api(redis_url: str, prefix: str, scenario: Scenario, *, show_payloads: bool) -> Any:

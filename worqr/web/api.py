@@ -8,6 +8,13 @@ the mutation guard for the mutations (POST); with a token configured both
 want it (``Authorization: Bearer``, never a cookie or a query string).
 Mutations also insist on a JSON body, which a cross-site form cannot send, so
 a view served without a token still cannot be driven by another site.
+
+The answers are the HTTP API's models (`worqr.http.replies`), the reads'
+held by the view models of `reads`, and the errors are the API's too:
+``{"error": {"code": ..., "message": ...}}``. The view keeps endpoints of its
+own rather than calling ``/v1/...``: served alone it has no ``/v1`` routes,
+its guards are not the API's (a read-only view), and a page's poll wants
+one answer that holds the extras beside the records.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from .._clients.async_client import AsyncWorqr
 from .._errors import WrongQueueKindError
 from .._jobs import STATES, validate_job_id
 from .._keys import validate_name
+from ..http.errors import ApiError, error_response, job_not_found
 from ..http.models import CURSOR_PATTERN
 from ..http.operations import reply
 from ..http.replies import PurgedReply, RedrivenReply
@@ -40,14 +48,6 @@ MAX_BODY = 4096
 """Largest mutation body accepted: a queue name and a job id fit in it."""
 
 DEFAULT_PAGE, MAX_PAGE = 50, 500
-
-
-class ApiError(Exception):
-    """A request the view refuses: its status, a stable code and a message."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 def client_of(request: Request) -> AsyncWorqr:
@@ -114,9 +114,9 @@ def _errors_as_json(handler: Handler) -> Handler:
         try:
             return await handler(request)
         except ApiError as error:
-            return JSONResponse({"error": error.code, "message": error.message}, error.status)
+            return error_response(error.status_code, error.code, error.message)
         except WrongQueueKindError as error:
-            return JSONResponse({"error": "wrong_queue_kind", "message": str(error)}, 409)
+            return error_response(409, "wrong_queue_kind", str(error))
 
     return wrapped
 
@@ -167,7 +167,7 @@ async def _job(request: Request) -> Response:
     job_id = _job_id(request.query_params.get("id"))
     found = await client.get_job(name, job_id)
     if found is None:
-        raise ApiError(404, "unknown_job", f"no job {job_id!r} on {name!r} (or it was purged)")
+        raise job_not_found(name, job_id)
     now = await client.server_time()
     return reply(reads.job_view(found, now, show_payloads=show_payloads(request)))
 

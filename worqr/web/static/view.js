@@ -164,10 +164,11 @@
     return { message: text.trim() };
   }
 
-  // The view's errors carry "message"; the HTTP API's carry "error.message".
+  // An error as the HTTP API writes it ("error.message"; the view's are the
+  // same), or a plain-text one (a standalone view's refused token).
   function messageOf(response, answer) {
     const error = answer.error;
-    return answer.message || (error && error.message) || "HTTP " + response.status;
+    return (error && error.message) || answer.message || "HTTP " + response.status;
   }
 
   async function getJson(path, params) {
