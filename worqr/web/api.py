@@ -179,18 +179,18 @@ async def _failed(request: Request) -> Response:
     return reply(await reads.dead_letters(client, name, kind, show_payloads=show_payloads(request)))
 
 
-async def _retry(request: Request) -> Response:
-    body = await _body(request)
-    name = await job_queue(request, body.get("queue"))
-    done = await client_of(request).retry_job(name, _job_id(body.get("id")))
-    return JSONResponse({"done": done})
+def _job_action(act: Callable[[AsyncWorqr, str, str], Awaitable[bool]]) -> Handler:
+    """A button on a job (retry, cancel): ``{"done": false}`` when it did
+    nothing (the API answers 409 or 404 there, with the reason; the button
+    only says it was not done)."""
 
+    async def action(request: Request) -> Response:
+        body = await _body(request)
+        name = await job_queue(request, body.get("queue"))
+        done = await act(client_of(request), name, _job_id(body.get("id")))
+        return JSONResponse({"done": done})
 
-async def _cancel(request: Request) -> Response:
-    body = await _body(request)
-    name = await job_queue(request, body.get("queue"))
-    done = await client_of(request).cancel_job(name, _job_id(body.get("id")))
-    return JSONResponse({"done": done})
+    return action
 
 
 async def _redrive(request: Request) -> Response:
@@ -212,7 +212,12 @@ def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]
         "job": _job,
         "failed": _failed,
     }
-    changing = {"retry": _retry, "cancel": _cancel, "redrive": _redrive, "purge": _purge}
+    changing = {
+        "retry": _job_action(AsyncWorqr.retry_job),
+        "cancel": _job_action(AsyncWorqr.cancel_job),
+        "redrive": _redrive,
+        "purge": _purge,
+    }
     routes = [
         Route(f"/ui/api/{path}", _guarded(read_guard, _errors_as_json(handler)), methods=["GET"])
         for path, handler in reading.items()
