@@ -1,6 +1,7 @@
-"""What the web view reads from the mesh: the HTTP API's own representations
-(`worqr.http.views`: a job's record, a queue's row, a worker's row, a
-dead-letter page, a job queue's limits), each held by a view model that adds
+"""What the web view reads from the mesh: the HTTP API's own models
+(`worqr.http.replies`: a job's record, a queue's row, a worker's row, a
+dead-letter page, a job queue's limits), built as the API builds them
+(`worqr.http.views`), each held by a view model that adds
 only what the pages alone show: lifetime counters (the rates between polls and
 the recoveries come from them), a worker's processes in hand, a job's history
 and the sizes and previews of its values, and Redis's clock for ages.
