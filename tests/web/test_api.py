@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -25,7 +26,8 @@ from tests.web.conftest import (
     TOKEN,
     Mesh,
 )
-from worqr.web import standalone_app
+from worqr.http import create_app, require_token
+from worqr.web import standalone_app, web_routes
 
 Scenario = Callable[[httpx.AsyncClient], Awaitable[Any]]
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -61,18 +63,23 @@ def test_the_overview_has_every_queue_with_its_counts_and_the_workers(
         return response.json()
 
     data = run_view(redis_url, prefix, scenario)
-    queues = {q["name"]: q for q in data["queues"]}
+    queues = {q["row"]["name"]: q for q in data["queues"]}
     assert set(queues) == {EMAILS, TASKS, IMPORTS, TICKS}
-    assert queues[EMAILS]["kind"] == "jobs"
-    assert queues[EMAILS]["counts"]["failed"] == FAILING_EMAILS
-    assert queues[EMAILS]["counts"]["delayed"] == DELAYED_EMAILS
-    assert queues[EMAILS]["counts"]["finished"] == 12
+    emails, tasks = queues[EMAILS]["row"], queues[TASKS]["row"]
+    assert emails["kind"] == "jobs" and emails["failed"] == FAILING_EMAILS
+    assert emails["jobs"]["delayed"] == DELAYED_EMAILS and emails["jobs"]["finished"] == 12
     assert queues[EMAILS]["stats"]["submitted"] == 12 + FAILING_EMAILS + DELAYED_EMAILS
-    assert queues[TASKS]["kind"] == "tasks"
-    assert queues[TASKS]["counts"] == {"queued": 0, "active": 0, "failed": BAD_TASKS}
+    assert tasks == {
+        "name": TASKS,
+        "kind": "tasks",
+        "tasks": 0,
+        "processes": 0,
+        "failed": BAD_TASKS,
+    }
     [worker] = data["workers"]
-    assert worker["alive"] and worker["pid"] > 0
-    assert sorted(worker["queues"]) == [EMAILS, TASKS, TICKS]
+    assert worker["row"]["alive"] and worker["row"]["pid"] > 0
+    assert sorted(worker["row"]["queues"]) == [EMAILS, TASKS, TICKS]
+    assert worker["in_process"] == 0
     assert data["recoveries"] == []  # the first overview is the baseline
 
 
@@ -84,35 +91,43 @@ def test_a_queue_its_jobs_by_state_a_job_and_dead_letters(
         params = {"queue": EMAILS, "state": "delayed"}
         delayed = (await read(http, "jobs", **params)).json()
         failed = (await read(http, "failed", queue=EMAILS)).json()
-        job_id = failed["jobs"][0]["id"]
+        job_id = failed["page"]["jobs"][0]["id"]
         job = (await read(http, "job", queue=EMAILS, id=job_id)).json()
         letters = (await read(http, "failed", queue=TASKS)).json()
         missing = await read(http, "job", queue=EMAILS, id="nope")
         unknown = await read(http, "queue", name="nowhere")
+        cursor = await read(http, "jobs", queue=EMAILS, state="queued", cursor="-1")
         return {
             "queue": queue,
             "delayed": delayed,
             "failed": failed,
             "job": job,
             "letters": letters,
-            "missing": (missing.status_code, missing.json()["error"]),
-            "unknown": (unknown.status_code, unknown.json()["error"]),
+            "missing": (missing.status_code, missing.json()["error"]["code"]),
+            "unknown": (unknown.status_code, unknown.json()["error"]["code"]),
+            "cursor": (cursor.status_code, cursor.json()["error"]["code"]),
         }
 
     got = run_view(redis_url, prefix, scenario)
-    assert got["queue"]["states"][:2] == ["delayed", "queued"]
+    assert got["queue"]["row"]["jobs"]["delayed"] == DELAYED_EMAILS
+    assert got["queue"]["now"] > 0
     dues = [job["due"] for job in got["delayed"]["jobs"]]
     assert len(dues) == DELAYED_EMAILS and dues == sorted(dues)  # by due time
-    assert len(got["failed"]["jobs"]) == FAILING_EMAILS
-    job = got["job"]
+    assert got["delayed"]["cursor"] is None
+    assert len(got["failed"]["page"]["jobs"]) == FAILING_EMAILS
+    assert got["failed"]["page"]["cursor"] is None
+    job = got["job"]["job"]
     assert job["state"] == "failed" and job["attempts"] == 1
     assert job["error"] == "Fail: mailbox <b>full</b>"
-    assert [step["step"] for step in job["history"]] == ["created", "last started", "failed"]
-    assert job["payload_bytes"] == len("fail-0") and job["result_bytes"] is None
-    assert "payload" not in job  # not without show_payloads
+    assert [step["step"] for step in got["job"]["history"]] == ["created", "last started", "failed"]
+    assert got["job"]["payload_bytes"] == len("fail-0") and got["job"]["result_bytes"] is None
+    assert not {"payload", "result"} & set(job)  # not without show_payloads
+    assert not {"payload_preview", "result_preview"} & set(got["job"])
+    assert got["letters"]["page"] == {"kind": "tasks", "count": BAD_TASKS}  # no values
     assert got["letters"]["letters"] == [{"bytes": 5}, {"bytes": 5}]  # sizes only
-    assert got["missing"] == (404, "unknown_job")
+    assert got["missing"] == (404, "job_not_found")  # the API's code
     assert got["unknown"] == (404, "unknown_queue")
+    assert got["cursor"] == (400, "bad_request")  # the API's cursor rule, not a 500
 
 
 def test_payloads_show_only_with_show_payloads(redis_url: str, prefix: str, mesh: Mesh) -> None:
@@ -122,8 +137,10 @@ def test_payloads_show_only_with_show_payloads(redis_url: str, prefix: str, mesh
         return letters, job.json()
 
     letters, job = run_view(redis_url, prefix, scenario, show_payloads=True)
-    assert sorted(row["payload"] for row in letters["letters"]) == ["bad-0", "bad-1"]
-    assert job["payload"] == "customers.csv"
+    assert sorted(row["preview"] for row in letters["letters"]) == ["bad-0", "bad-1"]
+    assert "tasks" not in letters["page"]  # previews, never the whole values
+    assert job["payload_preview"] == "customers.csv" and job["result_preview"] is None
+    assert not {"payload", "result"} & set(job["job"])  # the record holds no values
 
 
 @pytest.mark.parametrize(
@@ -183,7 +200,7 @@ def test_bad_mutations_are_refused_before_anything_changes(
             await http.post("/ui/api/retry", json={"queue": TASKS, "id": "1"}, headers=AUTH),
             await http.post("/ui/api/retry", json={"queue": IMPORTS}, headers=AUTH),
         ]
-        return [(a.status_code, a.json().get("error", a.text)) for a in answers]
+        return [(a.status_code, a.json()["error"]["code"]) for a in answers]
 
     assert run_view(redis_url, prefix, scenario) == [
         (415, "unsupported_media_type"),  # what a cross-site form could send
@@ -215,8 +232,9 @@ def test_hostile_names_come_back_as_data_never_as_markup(
 
     overview, job, queue_page, job_page = run_view(redis_url, prefix, scenario)
     assert overview.headers["content-type"] == "application/json"
-    assert [q["name"] for q in overview.json()["queues"]] == [HOSTILE_QUEUE]
-    assert job.json()["id"] == HOSTILE_ID and job.json()["queue"] == HOSTILE_QUEUE
+    assert [q["row"]["name"] for q in overview.json()["queues"]] == [HOSTILE_QUEUE]
+    record = job.json()["job"]
+    assert record["id"] == HOSTILE_ID and record["queue"] == HOSTILE_QUEUE
     for page in (queue_page, job_page):
         assert page.status_code == 200
         assert "<img" not in page.text and "<script>alert" not in page.text
@@ -247,6 +265,89 @@ def test_a_job_queue_reads_with_its_limits_and_a_task_queue_without(
         return jobs["limits"], tasks["limits"]
 
     limits, none = run_view(redis_url, prefix, scenario)
-    assert limits["rate"] == [5, 2.0] and limits["max_active"] == 4
+    assert limits["rate"] == {"starts": 5, "seconds": 2.0} and limits["max_active"] == 4
     assert set(limits) == {"rate", "max_active", "active", "closed_until", "limited"}
     assert none is None
+
+
+@pytest.mark.parametrize("show_payloads", [False, True], ids=["hidden", "shown"])
+def test_the_view_reads_through_the_apis_records(
+    redis_url: str, prefix: str, mesh: Mesh, show_payloads: bool
+) -> None:
+    """Served by `worqr http`, the view's answers hold the API's own records:
+    the same queue rows, worker rows, job records, pages and limits (a job's
+    record without its values, whatever ``show_payloads``)."""
+    mesh.client.configure_queue(EMAILS, rate=(5, 2.0))
+    quoted = {name: quote(name, safe="") for name in (EMAILS, TASKS)}
+
+    async def scenario(http: httpx.AsyncClient) -> dict[str, Any]:
+        async def get(path: str, **params: str) -> Any:
+            answer = await http.get(path, params=params, headers=AUTH)
+            assert answer.status_code == 200, (path, answer.text)
+            return answer.json()
+
+        api = {
+            "queues": await get("/v1/queues"),
+            "workers": await get("/v1/workers"),
+            "delayed": await get(f"/v1/queues/{quoted[EMAILS]}/jobs", state="delayed"),
+            "failed": await get(f"/v1/queues/{quoted[EMAILS]}/dead-letters"),
+            "letters": await get(f"/v1/queues/{quoted[TASKS]}/dead-letters"),
+            "limits": await get(f"/v1/queues/{quoted[EMAILS]}/limits"),
+            "job": await get(f"/v1/queues/{IMPORTS}/jobs/{mesh.failed_import}"),
+        }
+        view = {
+            "overview": await get("/ui/api/overview"),
+            "queue": await get("/ui/api/queue", name=EMAILS),
+            "delayed": await get("/ui/api/jobs", queue=EMAILS, state="delayed"),
+            "failed": await get("/ui/api/failed", queue=EMAILS),
+            "letters": await get("/ui/api/failed", queue=TASKS),
+            "job": await get("/ui/api/job", queue=IMPORTS, id=mesh.failed_import),
+        }
+        api_missing = await http.get(f"/v1/queues/{quoted[EMAILS]}/jobs/nope", headers=AUTH)
+        view_missing = await read(http, "job", queue=EMAILS, id="nope")
+        api["missing"] = (api_missing.status_code, api_missing.json())
+        view["missing"] = (view_missing.status_code, view_missing.json())
+        return {"api": api, "view": view}
+
+    got = run_api(redis_url, prefix, scenario, show_payloads=show_payloads)
+    api, view = got["api"], got["view"]
+
+    def without_values(record: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in record.items() if k.split("_b64")[0] not in ("payload", "result")}
+
+    assert [q["row"] for q in view["overview"]["queues"]] == api["queues"]["queues"]
+    assert [w["row"] for w in view["overview"]["workers"]] == api["workers"]["workers"]
+    assert view["queue"]["row"] == next(q for q in api["queues"]["queues"] if q["name"] == EMAILS)
+    assert view["queue"]["limits"] == api["limits"]
+    assert view["delayed"] == {
+        "jobs": [without_values(job) for job in api["delayed"]["jobs"]],
+        "cursor": api["delayed"]["cursor"],
+    }
+    assert view["failed"]["page"] == {
+        **api["failed"],
+        "jobs": [without_values(job) for job in api["failed"]["jobs"]],
+    }
+    assert view["letters"]["page"] == {"kind": "tasks", "count": api["letters"]["count"]}
+    assert view["job"]["job"] == without_values(api["job"])
+    assert ("payload" in api["job"]) is show_payloads  # the API's own rule, unchanged
+    assert view["missing"] == api["missing"]  # an error too: the same status and body
+    assert view["missing"][0] == 404
+
+
+def run_api(redis_url: str, prefix: str, scenario: Scenario, *, show_payloads: bool) -> Any:
+    """Run ``scenario(http)`` against `worqr http`'s application, the view mounted."""
+
+    async def main() -> Any:
+        settings = worqr.Settings(prefix=prefix, **QUIET)
+        async with worqr.AsyncWorqr(redis_url, settings=settings) as client:
+            app = create_app(
+                client,
+                token=TOKEN,
+                show_payloads=show_payloads,
+                extra_routes=web_routes(guard=require_token),
+            )
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://view") as http:
+                return await scenario(http)
+
+    return asyncio.run(main())

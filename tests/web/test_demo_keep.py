@@ -75,7 +75,7 @@ def test_demo_keep_serves_the_view_until_ctrl_c() -> None:
         assert status == 200 and 'data-page="overview"' in page
         assert fetch(view + "ui/api/overview")[0] == 401
         status, body = fetch(view + "ui/api/overview", token)
-        names = {q["name"] for q in json.loads(body)["queues"]}
+        names = {q["row"]["name"] for q in json.loads(body)["queues"]}
         assert {"demo.jobs", "demo.sessions"} <= names
         assert len(json.loads(body)["workers"]) == 2
 

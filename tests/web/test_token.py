@@ -126,7 +126,7 @@ def test_every_read_needs_the_token(
             answer = await http.get(path, params=params, headers=AUTH)
             assert answer.status_code == 200, (path, answer.text)
         overview = (await http.get("/ui/api/overview", headers=AUTH)).json()
-        assert {q["name"] for q in overview["queues"]} == {JOBS, TASKS}
+        assert {q["row"]["name"] for q in overview["queues"]} == {JOBS, TASKS}
         page = (await http.get("/ui/api/jobs", params=READS[2][1], headers=AUTH)).json()
         assert [job["id"] for job in page["jobs"]] == [JOB_ID]
 
@@ -149,7 +149,7 @@ def test_every_mutation_needs_the_token(
         return answers
 
     answers = run_app(redis_url, prefix, kind, TOKEN, scenario)
-    assert answers == [{"done": False}, {"done": False}, {"moved": 0}, {"purged": 0}]
+    assert answers == [{"done": False}, {"done": False}, {"redriven": 0}, {"purged": 0}]
     assert queues.count_jobs(JOBS)["queued"] == 1 and queues.count_tasks(TASKS) == 1
 
 
@@ -178,7 +178,7 @@ def test_without_a_token_the_reads_are_open(
             answer = await http.get(path, params=params)
             assert answer.status_code == 200, (path, answer.text)
         job = (await http.get("/ui/api/job", params={"queue": JOBS, "id": JOB_ID})).json()
-        assert job["state"] == "queued"
+        assert job["job"]["state"] == "queued"
 
     run_app(redis_url, prefix, kind, None, scenario)
 

@@ -7,7 +7,8 @@ Modules, one job each: `app` (the factory and its contract with the web view),
 mutations), `config`, `errors` (JSON errors, stable codes), `models` (what
 requests may hold) and `replies` (what answers hold), `operations` (each
 operation declared once: routes and document come from it), `inputs`
-(reading requests through the models), `views` (job records as replies),
+(reading requests through the models), `views` (the replies built from the
+library's reads: job records, queue and worker rows, limits; the web view's too),
 `jobs`, `queues` and `limits` (the operations), `sse` (a job's event stream),
 `openapi` (``/openapi.json``, written from the operations and models).
 """

@@ -9,25 +9,14 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .._core.limits import UNSET, QueueLimits
+from .._core.limits import UNSET
 from .._errors import WrongQueueKindError
 from .config import client_of
 from .errors import bad_request
 from .models import LimitsBody
 from .operations import Answer, Operation, reply
-from .replies import LimitsReply, RateReply
-
-
-def limits_reply(limits: QueueLimits) -> LimitsReply:
-    """`QueueLimits` with the rate named as the PUT body names it."""
-    rate = None if limits.rate is None else RateReply(starts=limits.rate[0], seconds=limits.rate[1])
-    return LimitsReply(
-        rate=rate,
-        max_active=limits.max_active,
-        active=limits.active,
-        closed_until=limits.closed_until,
-        limited=limits.limited,
-    )
+from .replies import LimitsReply
+from .views import limits_reply
 
 
 async def get_limits(request: Request, queue: str) -> Response:

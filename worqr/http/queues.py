@@ -8,7 +8,6 @@ import asyncio
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .._clients.async_client import AsyncWorqr
 from .._errors import WrongQueueKindError
 from .config import client_of, config_of
 from .errors import bad_request
@@ -18,42 +17,13 @@ from .replies import (
     CancelledReply,
     DeadLettersReply,
     EnqueueReply,
-    JobCounts,
     PurgedReply,
-    QueueRow,
     QueuesReply,
     RedrivenReply,
     TaskValue,
-    WorkerRow,
     WorkersReply,
 )
-from .views import job_reply, value_fields
-
-
-async def queue_kind(client: AsyncWorqr, name: str) -> str:
-    """ "jobs" or "tasks", as the queue's config says (the command line's own
-    read). The public job reads refuse a task queue only while it holds tasks
-    or processes, so one whose tasks all went to its dead letters would pass
-    for an empty job queue and hide them."""
-    return await client._queue_kind(name)
-
-
-async def queue_row(client: AsyncWorqr, name: str) -> QueueRow:
-    """A job queue's per-state counts, or a task queue's queued tasks; both
-    with processes in flight and failed work. Each number is exact when read."""
-    if await queue_kind(client, name) == "tasks":
-        tasks, processes, failed = await asyncio.gather(
-            client.count_tasks(name), client.count_processes(name), client.count_failed(name)
-        )
-        return QueueRow(name=name, kind="tasks", tasks=tasks, processes=processes, failed=failed)
-    jobs = await client.count_jobs(name)
-    return QueueRow(
-        name=name,
-        kind="jobs",
-        jobs=JobCounts(**jobs),
-        processes=jobs["active"],
-        failed=jobs["failed"],
-    )
+from .views import job_reply, queue_kind, queue_row, value_fields, worker_rows
 
 
 async def list_queues(request: Request) -> Response:
@@ -64,27 +34,7 @@ async def list_queues(request: Request) -> Response:
 
 
 async def list_workers(request: Request) -> Response:
-    """Registered workers; ``alive`` is false for a dead one its peers have not
-    failed yet."""
-    client = client_of(request)
-    ids = await client.get_workers()
-    alive = await client.workers_alive(ids)
-
-    async def row(id: str, live: bool) -> WorkerRow:
-        info, queues = await asyncio.gather(
-            client.get_worker_info(id), client.get_working_queues(id)
-        )
-        pid = info.get("pid")
-        return WorkerRow(
-            id=id,
-            alive=live,
-            host=info.get("host"),
-            pid=int(pid) if pid and pid.isascii() and pid.isdigit() else None,
-            queues=queues,
-        )
-
-    rows = await asyncio.gather(*(row(id, live) for id, live in zip(ids, alive, strict=True)))
-    return reply(WorkersReply(workers=list(rows)))
+    return reply(WorkersReply(workers=await worker_rows(client_of(request))))
 
 
 async def dead_letters(request: Request, queue: str, query: PageQuery) -> Response:

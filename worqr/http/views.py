@@ -1,4 +1,7 @@
-"""What the API answers about jobs and values, as the models of `models`.
+"""What the API answers, as the models of `replies`, built from the library's
+reads: a job's record, a queue's row, a worker's row, a job queue's limits.
+The operations (`jobs`, `queues`, `limits`) answer with them, and the web view
+(`worqr.web`) reads through them, adding only what its pages alone show.
 
 A value (payload, result, progress) that is ``str`` goes under its name, one
 that is ``bytes`` under ``<name>_b64`` as base64 (as `worqr job --json`).
@@ -10,11 +13,14 @@ progress, a short status line the handler reports for watchers, is shown.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import Any
 
+from .._clients.async_client import AsyncWorqr
+from .._core.limits import QueueLimits
 from .._jobs import JobInfo
-from .replies import JobReply
+from .replies import JobCounts, JobReply, LimitsReply, QueueRow, RateReply, WorkerRow
 
 
 def value_fields(name: str, value: str | bytes | None) -> dict[str, Any]:
@@ -46,3 +52,63 @@ def job_reply(job: JobInfo, *, show_payloads: bool) -> JobReply:
 def job_json(job: JobInfo, *, show_payloads: bool) -> dict[str, Any]:
     """`job_reply` as JSON-ready data (the event stream's)."""
     return job_reply(job, show_payloads=show_payloads).model_dump(mode="json", exclude_unset=True)
+
+
+async def queue_kind(client: AsyncWorqr, name: str) -> str:
+    """ "jobs" or "tasks", as the queue's config says (the command line's own
+    read). The public job reads refuse a task queue only while it holds tasks
+    or processes, so one whose tasks all went to its dead letters would pass
+    for an empty job queue and hide them."""
+    return await client._queue_kind(name)
+
+
+async def queue_row(client: AsyncWorqr, name: str) -> QueueRow:
+    """A job queue's per-state counts, or a task queue's queued tasks; both
+    with processes in flight and failed work. Each number is exact when read."""
+    if await queue_kind(client, name) == "tasks":
+        tasks, processes, failed = await asyncio.gather(
+            client.count_tasks(name), client.count_processes(name), client.count_failed(name)
+        )
+        return QueueRow(name=name, kind="tasks", tasks=tasks, processes=processes, failed=failed)
+    jobs = await client.count_jobs(name)
+    return QueueRow(
+        name=name,
+        kind="jobs",
+        jobs=JobCounts(**jobs),
+        processes=jobs["active"],
+        failed=jobs["failed"],
+    )
+
+
+async def worker_rows(client: AsyncWorqr) -> list[WorkerRow]:
+    """Registered workers; ``alive`` is false for a dead one its peers have not
+    failed yet."""
+    ids = await client.get_workers()
+    alive = await client.workers_alive(ids)
+
+    async def row(id: str, live: bool) -> WorkerRow:
+        info, queues = await asyncio.gather(
+            client.get_worker_info(id), client.get_working_queues(id)
+        )
+        pid = info.get("pid")
+        return WorkerRow(
+            id=id,
+            alive=live,
+            host=info.get("host"),
+            pid=int(pid) if pid and pid.isascii() and pid.isdigit() else None,
+            queues=queues,
+        )
+
+    return list(await asyncio.gather(*(row(id, live) for id, live in zip(ids, alive, strict=True))))
+
+
+def limits_reply(limits: QueueLimits) -> LimitsReply:
+    """`QueueLimits` with the rate named as the PUT body names it."""
+    rate = None if limits.rate is None else RateReply(starts=limits.rate[0], seconds=limits.rate[1])
+    return LimitsReply(
+        rate=rate,
+        max_active=limits.max_active,
+        active=limits.active,
+        closed_until=limits.closed_until,
+        limited=limits.limited,
+    )

@@ -8,11 +8,19 @@ the mutation guard for the mutations (POST); with a token configured both
 want it (``Authorization: Bearer``, never a cookie or a query string).
 Mutations also insist on a JSON body, which a cross-site form cannot send, so
 a view served without a token still cannot be driven by another site.
+
+The answers are the HTTP API's models (`worqr.http.replies`), the reads'
+held by the view models of `reads`, and the errors are the API's too:
+``{"error": {"code": ..., "message": ...}}``. The view keeps endpoints of its
+own rather than calling ``/v1/...``: served alone it has no ``/v1`` routes,
+its guards are not the API's (a read-only view), and a page's poll wants
+one answer that holds the extras beside the records.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,6 +33,11 @@ from .._clients.async_client import AsyncWorqr
 from .._errors import WrongQueueKindError
 from .._jobs import STATES, validate_job_id
 from .._keys import validate_name
+from ..http.errors import ApiError, error_response, job_not_found
+from ..http.models import CURSOR_PATTERN
+from ..http.operations import reply
+from ..http.replies import PurgedReply, RedrivenReply
+from ..http.views import queue_kind
 from . import reads
 from .recoveries import RecoveryLog
 
@@ -35,14 +48,6 @@ MAX_BODY = 4096
 """Largest mutation body accepted: a queue name and a job id fit in it."""
 
 DEFAULT_PAGE, MAX_PAGE = 50, 500
-
-
-class ApiError(Exception):
-    """A request the view refuses: its status, a stable code and a message."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 def client_of(request: Request) -> AsyncWorqr:
@@ -75,7 +80,7 @@ async def job_queue(request: Request, name: object) -> str:
     """A known queue that holds jobs (the library answers False, not an error,
     for a job id on an empty task queue: it may become a job queue)."""
     queue = await known_queue(request, name)
-    if await client_of(request)._queue_kind(queue) != "jobs":
+    if await queue_kind(client_of(request), queue) != "jobs":
         raise ApiError(409, "wrong_queue_kind", f"queue {queue!r} holds tasks, not jobs")
     return queue
 
@@ -109,9 +114,9 @@ def _errors_as_json(handler: Handler) -> Handler:
         try:
             return await handler(request)
         except ApiError as error:
-            return JSONResponse({"error": error.code, "message": error.message}, error.status)
+            return error_response(error.status_code, error.code, error.message)
         except WrongQueueKindError as error:
-            return JSONResponse({"error": "wrong_queue_kind", "message": str(error)}, 409)
+            return error_response(409, "wrong_queue_kind", str(error))
 
     return wrapped
 
@@ -126,43 +131,34 @@ def _guarded(guard: Guard, handler: Handler) -> Handler:
 
 def _overview(log: RecoveryLog) -> Handler:
     async def overview(request: Request) -> Response:
-        data = await reads.overview(client_of(request))
-        log.observe(data)
-        data["recoveries"] = log.recent()
-        data["show_payloads"] = show_payloads(request)
-        return JSONResponse(data)
+        return reply(await reads.overview(client_of(request), log))
 
     return overview
 
 
 async def _queue(request: Request) -> Response:
-    client = client_of(request)
     name = await known_queue(request, request.query_params.get("name"))
-    data = await reads.queue_counts(client, name)
-    data["states"] = list(reads.all_states(data["kind"]))
-    data["now"] = await client.server_time()
-    return JSONResponse(data)
+    return reply(await reads.queue_detail(client_of(request), name))
 
 
-def _page(params: QueryParams) -> tuple[str, int]:
-    """The state and the page size a jobs page asks for."""
+def _page(params: QueryParams) -> tuple[str, int, str | None]:
+    """The state, the page size and the cursor (the API's rule) a jobs page asks for."""
     state = params.get("state", "queued")
     if state not in STATES:
         raise ApiError(400, "bad_request", f"state must be one of {', '.join(STATES)}")
     limit = params.get("limit", str(DEFAULT_PAGE))
     if not limit.isdigit() or not 1 <= int(limit) <= MAX_PAGE:
         raise ApiError(400, "bad_request", f"limit must be 1 to {MAX_PAGE}")
-    return state, int(limit)
+    cursor = params.get("cursor") or None
+    if cursor is not None and not re.fullmatch(CURSOR_PATTERN, cursor):
+        raise ApiError(400, "bad_request", "cursor must be the previous page's")
+    return state, int(limit), cursor
 
 
 async def _jobs(request: Request) -> Response:
-    params = request.query_params
-    name = await job_queue(request, params.get("queue"))
-    state, limit = _page(params)
-    page = await reads.jobs_page(
-        client_of(request), name, state, limit=limit, cursor=params.get("cursor") or None
-    )
-    return JSONResponse(page)
+    name = await job_queue(request, request.query_params.get("queue"))
+    state, limit, cursor = _page(request.query_params)
+    return reply(await reads.jobs_page(client_of(request), name, state, limit=limit, cursor=cursor))
 
 
 async def _job(request: Request) -> Response:
@@ -171,43 +167,40 @@ async def _job(request: Request) -> Response:
     job_id = _job_id(request.query_params.get("id"))
     found = await client.get_job(name, job_id)
     if found is None:
-        raise ApiError(404, "unknown_job", f"no job {job_id!r} on {name!r} (or it was purged)")
-    detail = reads.job_detail(found, show_payloads=show_payloads(request))
-    detail["now"] = await client.server_time()
-    return JSONResponse(detail)
+        raise job_not_found(name, job_id)
+    now = await client.server_time()
+    return reply(reads.job_view(found, now, show_payloads=show_payloads(request)))
 
 
 async def _failed(request: Request) -> Response:
     client = client_of(request)
     name = await known_queue(request, request.query_params.get("queue"))
-    kind = await client._queue_kind(name)
-    return JSONResponse(
-        await reads.dead_letters(client, name, kind, show_payloads=show_payloads(request))
-    )
+    kind = await queue_kind(client, name)
+    return reply(await reads.dead_letters(client, name, kind, show_payloads=show_payloads(request)))
 
 
-async def _retry(request: Request) -> Response:
-    body = await _body(request)
-    name = await job_queue(request, body.get("queue"))
-    done = await client_of(request).retry_job(name, _job_id(body.get("id")))
-    return JSONResponse({"done": done})
+def _job_action(act: Callable[[AsyncWorqr, str, str], Awaitable[bool]]) -> Handler:
+    """A button on a job (retry, cancel): ``{"done": false}`` when it did
+    nothing (the API answers 409 or 404 there, with the reason; the button
+    only says it was not done)."""
 
+    async def action(request: Request) -> Response:
+        body = await _body(request)
+        name = await job_queue(request, body.get("queue"))
+        done = await act(client_of(request), name, _job_id(body.get("id")))
+        return JSONResponse({"done": done})
 
-async def _cancel(request: Request) -> Response:
-    body = await _body(request)
-    name = await job_queue(request, body.get("queue"))
-    done = await client_of(request).cancel_job(name, _job_id(body.get("id")))
-    return JSONResponse({"done": done})
+    return action
 
 
 async def _redrive(request: Request) -> Response:
     name = await known_queue(request, (await _body(request)).get("queue"))
-    return JSONResponse({"moved": await client_of(request).requeue_failed(name)})
+    return reply(RedrivenReply(redriven=await client_of(request).requeue_failed(name)))
 
 
 async def _purge(request: Request) -> Response:
     name = await known_queue(request, (await _body(request)).get("queue"))
-    return JSONResponse({"purged": await client_of(request).purge_failed(name)})
+    return reply(PurgedReply(purged=await client_of(request).purge_failed(name)))
 
 
 def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]:
@@ -219,7 +212,12 @@ def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]
         "job": _job,
         "failed": _failed,
     }
-    changing = {"retry": _retry, "cancel": _cancel, "redrive": _redrive, "purge": _purge}
+    changing = {
+        "retry": _job_action(AsyncWorqr.retry_job),
+        "cancel": _job_action(AsyncWorqr.cancel_job),
+        "redrive": _redrive,
+        "purge": _purge,
+    }
     routes = [
         Route(f"/ui/api/{path}", _guarded(read_guard, _errors_as_json(handler)), methods=["GET"])
         for path, handler in reading.items()

@@ -1,39 +1,120 @@
-"""What the web view reads from the mesh, as JSON-ready dicts.
+"""What the web view reads from the mesh: the HTTP API's own models
+(`worqr.http.replies`: a job's record, a queue's row, a worker's row, a
+dead-letter page, a job queue's limits), built as the API builds them
+(`worqr.http.views`), each held by a view model that adds
+only what the pages alone show: lifetime counters (the rates between polls and
+the recoveries come from them), a worker's processes in hand, a job's history
+and the sizes and previews of its values, and Redis's clock for ages.
 
 Each function takes the `AsyncWorqr` the application was given and only reads.
-Payloads and results appear only when the caller asks (``show_payloads``);
-otherwise only their sizes do, so the view can be shown to people who may not
-read the data.
+A job's record never carries its payload or result here, whatever the server's
+``show_payloads`` (a value may be 256 MB and the pages poll): their sizes show,
+and short previews only with ``show_payloads``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated
+
+from pydantic import Field
 
 from .._clients.async_client import AsyncWorqr
-from .._jobs import STATES, JobInfo
-
-TASK_STATES = ("queued", "active", "failed")
-"""A task queue's counts: queued tasks, processes in flight, dead letters."""
+from .._jobs import JobInfo
+from ..http.replies import (
+    DeadLettersReply,
+    JobPage,
+    JobReply,
+    LimitsReply,
+    QueueRow,
+    Reply,
+    WorkerRow,
+)
+from ..http.views import job_reply, limits_reply, queue_row, worker_rows
+from .recoveries import Recovery, RecoveryLog
 
 PREVIEW_CHARS = 200
 """Longest preview of a value (a payload may be 256 MB)."""
 
-LIST_ERROR_CHARS = 160
-"""Longest error shown in a list of jobs (the job's page shows it whole: at most 1 KB)."""
-
 MAX_DEAD_LETTERS = 100
-"""Dead letters of a task queue listed at most (the count is exact)."""
+"""Dead letters (a job queue: failed jobs) listed at most (a task queue's count is exact)."""
 
-Json = dict[str, Any]
+Now = Annotated[float, Field(description="Redis's clock: the pages show ages against it")]
+
+
+class QueueView(Reply):
+    """A queue's row as the API lists it, and its lifetime counters."""
+
+    row: QueueRow
+    stats: dict[str, int]
+
+
+class WorkerView(Reply):
+    """A worker's row as the API lists it, and the processes it holds now."""
+
+    row: WorkerRow
+    in_process: int
+
+
+class Overview(Reply):
+    """Every queue and every registered worker, and the recoveries seen lately."""
+
+    now: Now
+    prefix: str
+    queues: list[QueueView]
+    workers: list[WorkerView]
+    recoveries: list[Recovery]
+
+
+class QueueDetail(Reply):
+    """A queue's row and (a job queue) its limits."""
+
+    row: QueueRow
+    limits: LimitsReply | None
+    now: Now
+
+
+class Step(Reply):
+    step: str
+    at: float
+
+
+class JobView(Reply):
+    """A job's record (without its values), its history, the sizes of its
+    payload and result, and their previews with ``show_payloads`` only."""
+
+    job: JobReply
+    history: list[Step]
+    payload_bytes: int | None
+    result_bytes: int | None
+    payload_preview: str | None = None
+    result_preview: str | None = None
+    now: Now
+
+
+class Letter(Reply):
+    """A task queue's dead letter: its size, and a preview with ``show_payloads`` only."""
+
+    bytes: int
+    preview: str | None = None
+
+
+class DeadLettersView(Reply):
+    """The API's dead-letter page (a job queue: its failed jobs, without their
+    values; a task queue: the count), and a task queue's first letters."""
+
+    page: DeadLettersReply
+    letters: list[Letter] | None = None
+
+
+def nbytes(value: str | bytes) -> int:
+    """Bytes of a value as stored."""
+    return len(value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value)
 
 
 def size(value: str | bytes | None) -> int | None:
     """Bytes of a value as stored, None for no value."""
-    if value is None:
-        return None
-    return len(value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value)
+    return None if value is None else nbytes(value)
 
 
 def preview(value: str | bytes | None, limit: int = PREVIEW_CHARS) -> str | None:
@@ -46,127 +127,97 @@ def preview(value: str | bytes | None, limit: int = PREVIEW_CHARS) -> str | None
     return shown if len(shown) <= limit else shown[:limit] + "..."
 
 
-def _cut(text: str | None, limit: int) -> str | None:
-    return text if text is None or len(text) <= limit else text[: limit - 3] + "..."
+def record(job: JobInfo) -> JobReply:
+    """A job's record as the API gives it without ``--show-payloads``."""
+    return job_reply(job, show_payloads=False)
 
 
-async def queue_counts(client: AsyncWorqr, name: str) -> Json:
-    """A queue's kind, its count in each state, its lifetime counters and (a job
-    queue) its traffic limits."""
-    kind = await client._queue_kind(name)
-    limits: Json | None = None
-    if kind == "jobs":
-        counts, stats, held = await asyncio.gather(
-            client._job_counts(name), client.get_stats(name), client.get_limits(name)
-        )
-        limits = held.as_json()
-    else:
-        queued, active, failed, stats = await asyncio.gather(
-            client.count_tasks(name),
-            client.count_processes(name),
-            client.count_failed(name),
-            client.get_stats(name),
-        )
-        counts = {"queued": queued, "active": active, "failed": failed}
-    return {"name": name, "kind": kind, "counts": counts, "stats": stats, "limits": limits}
+async def queue_view(client: AsyncWorqr, name: str) -> QueueView:
+    row, stats = await asyncio.gather(queue_row(client, name), client.get_stats(name))
+    return QueueView(row=row, stats=stats)
 
 
-async def worker_row(client: AsyncWorqr, worker: str, alive: bool) -> Json:
-    info, queues = await asyncio.gather(
-        client.get_worker_info(worker), client.get_working_queues(worker)
+async def worker_view(client: AsyncWorqr, row: WorkerRow) -> WorkerView:
+    held = await asyncio.gather(*(client.count_worker_processes(q, row.id) for q in row.queues))
+    return WorkerView(row=row, in_process=sum(held))
+
+
+async def overview(client: AsyncWorqr, log: RecoveryLog) -> Overview:
+    """Every queue with its counts and counters, every registered worker, what
+    moved since the last overview (``log``) and Redis's clock (the page shows
+    ages against it, never against the browser's)."""
+    names, rows, now = await asyncio.gather(
+        client.get_queues(), worker_rows(client), client.server_time()
     )
-    held = await asyncio.gather(*(client.count_worker_processes(q, worker) for q in queues))
-    pid = info.get("pid", "")
-    return {
-        "id": worker,
-        "alive": alive,
-        "host": info.get("host", "?"),
-        "pid": int(pid) if pid.isdigit() else None,
-        "queues": queues,
-        "in_process": sum(held),
-    }
-
-
-async def overview(client: AsyncWorqr) -> Json:
-    """Every queue with its counts and counters, every registered worker, and
-    Redis's clock (the page shows ages against it, never against the browser's)."""
-    names, worker_ids, now = await asyncio.gather(
-        client.get_queues(), client.get_workers(), client.server_time()
+    queues = await asyncio.gather(*(queue_view(client, name) for name in names))
+    workers = await asyncio.gather(*(worker_view(client, row) for row in rows))
+    log.observe(now, {q.row.name: q.stats for q in queues}, rows)
+    return Overview(
+        now=now,
+        prefix=client.settings.prefix,
+        queues=list(queues),
+        workers=list(workers),
+        recoveries=log.recent(),
     )
-    alive = await client.workers_alive(worker_ids)
-    queues = await asyncio.gather(*(queue_counts(client, name) for name in names))
-    workers = await asyncio.gather(
-        *(worker_row(client, w, a) for w, a in zip(worker_ids, alive, strict=True))
-    )
-    return {
-        "now": now,
-        "prefix": client.settings.prefix,
-        "queues": list(queues),
-        "workers": list(workers),
-    }
 
 
-def job_row(job: JobInfo) -> Json:
-    """A job in a list: what tells it apart, without its values."""
-    return {
-        "id": job.id,
-        "state": job.state,
-        "attempts": job.attempts,
-        "created": job.created,
-        "started": job.started,
-        "ended": job.ended,
-        "due": job.due,
-        "error": _cut(job.error, LIST_ERROR_CHARS),
-    }
-
-
-def job_detail(job: JobInfo, *, show_payloads: bool) -> Json:
-    """Everything about a job: its history (the times of each step it took),
-    attempts, error, progress, and the sizes of its payload and result."""
-    history = [("created", job.created)]
-    if job.due is not None:
-        history.append(("due", job.due))
-    if job.started is not None:
-        history.append(("last started", job.started))
-    if job.ended is not None:
-        history.append((job.state, job.ended))
-    detail = {
-        **job_row(job),
-        "queue": job.queue,
-        "error": job.error,
-        "history": [{"step": step, "at": at} for step, at in history],
-        "progress": preview(job.progress),
-        "payload_bytes": size(job.payload),
-        "result_bytes": size(job.result),
-    }
-    if show_payloads:
-        detail["payload"] = preview(job.payload)
-        detail["result"] = preview(job.result)
-    return detail
+async def queue_detail(client: AsyncWorqr, name: str) -> QueueDetail:
+    row = await queue_row(client, name)
+    limits = limits_reply(await client.get_limits(name)) if row.kind == "jobs" else None
+    return QueueDetail(row=row, limits=limits, now=await client.server_time())
 
 
 async def jobs_page(
     client: AsyncWorqr, queue: str, state: str, *, limit: int, cursor: str | None
-) -> Json:
+) -> JobPage:
     """One page of a job queue's jobs in ``state`` (delayed ones by due time)."""
     jobs, after = await client.get_jobs(queue, state, limit=limit, cursor=cursor)
-    return {"state": state, "jobs": [job_row(job) for job in jobs], "cursor": after}
+    return JobPage(jobs=[record(job) for job in jobs], cursor=after)
 
 
-async def dead_letters(client: AsyncWorqr, queue: str, kind: str, *, show_payloads: bool) -> Json:
-    """A task queue's dead letters (their sizes; previews with ``show_payloads``)
-    or a job queue's failed jobs, latest first."""
+def history(job: JobInfo) -> list[Step]:
+    """The times of each step the job took."""
+    steps = [Step(step="created", at=job.created)]
+    if job.due is not None:
+        steps.append(Step(step="due", at=job.due))
+    if job.started is not None:
+        steps.append(Step(step="last started", at=job.started))
+    if job.ended is not None:
+        steps.append(Step(step=job.state, at=job.ended))
+    return steps
+
+
+def job_view(job: JobInfo, now: float, *, show_payloads: bool) -> JobView:
+    """Everything about a job: its record, history, and the sizes of its
+    payload and result (previews of them with ``show_payloads``)."""
+    view = JobView(
+        job=record(job),
+        history=history(job),
+        payload_bytes=size(job.payload),
+        result_bytes=size(job.result),
+        now=now,
+    )
+    if show_payloads:
+        view.payload_preview = preview(job.payload)
+        view.result_preview = preview(job.result)
+    return view
+
+
+async def dead_letters(
+    client: AsyncWorqr, queue: str, kind: str, *, show_payloads: bool
+) -> DeadLettersView:
+    """A job queue's failed jobs, latest first, or a task queue's dead letters,
+    newest first: their count and sizes (previews with ``show_payloads``)."""
     if kind == "jobs":
         jobs, after = await client.get_jobs(queue, "failed", limit=MAX_DEAD_LETTERS)
-        return {"kind": kind, "jobs": [job_row(job) for job in jobs], "more": after is not None}
-    letters = await client.get_failed(queue)
-    shown = letters[:MAX_DEAD_LETTERS]
-    rows: list[Json] = [{"bytes": size(letter)} for letter in shown]
+        page = DeadLettersReply(kind="jobs", jobs=[record(job) for job in jobs], cursor=after)
+        return DeadLettersView(page=page)
+    values = await client.get_failed(queue)
+    letters = [letter(value, show_payloads) for value in values[:MAX_DEAD_LETTERS]]
+    return DeadLettersView(page=DeadLettersReply(kind="tasks", count=len(values)), letters=letters)
+
+
+def letter(value: str | bytes, show_payloads: bool) -> Letter:
     if show_payloads:
-        for row, letter in zip(rows, shown, strict=True):
-            row["payload"] = preview(letter)
-    return {"kind": kind, "letters": rows, "more": len(letters) > len(shown)}
-
-
-def all_states(kind: str) -> tuple[str, ...]:
-    return STATES if kind == "jobs" else TASK_STATES
+        return Letter(bytes=nbytes(value), preview=preview(value))
+    return Letter(bytes=nbytes(value))

@@ -3,10 +3,15 @@
 // every POLL_MS. Every value goes in with textContent, never as markup: queue
 // names, job ids and errors are user data. Times are Redis's clock: ages are
 // computed against the "now" each answer carries, never the browser's clock.
+// The answers hold the HTTP API's own records (a queue's and a worker's "row",
+// a job's "job", a dead-letter "page", a queue's "limits"), with the view's
+// extras beside them.
 (function () {
   const POLL_MS = 2000;
   const TOKEN_KEY = "worqr-token";
   const LIVE = ["delayed", "queued", "active", "retrying"];
+  const TASK_STATES = ["queued", "active", "failed"];
+  const LIST_ERROR_CHARS = 160; // an error in a list; the job's page shows it whole (1 KB at most)
   const body = document.body;
 
   // -- building the DOM ---------------------------------------------------
@@ -39,6 +44,16 @@
 
   function num(value) {
     return el("td", { cls: "num", text: value === null || value === undefined ? "–" : value });
+  }
+
+  function cut(text, limit) {
+    return text && text.length > limit ? text.slice(0, limit - 3) + "..." : text;
+  }
+
+  // A queue's count in each state, from the API's queue row: a job queue's
+  // seven; a task queue's queued, in process (active) and dead letters (failed).
+  function countsOf(row) {
+    return row.kind === "jobs" ? row.jobs : { queued: row.tasks, active: row.processes, failed: row.failed };
   }
 
   function queueHref(name, state) {
@@ -149,10 +164,11 @@
     return { message: text.trim() };
   }
 
-  // The view's errors carry "message"; the HTTP API's carry "error.message".
+  // An error as the HTTP API writes it ("error.message"; the view's are the
+  // same), or a plain-text one (a standalone view's refused token).
   function messageOf(response, answer) {
     const error = answer.error;
-    return answer.message || (error && error.message) || "HTTP " + response.status;
+    return (error && error.message) || answer.message || "HTTP " + response.status;
   }
 
   async function getJson(path, params) {
@@ -223,19 +239,19 @@
     let before = null;
 
     function rate(queue, now, events) {
-      if (!before || !(queue.name in before.stats) || now <= before.now) return null;
-      const old = before.stats[queue.name];
+      if (!before || !(queue.row.name in before.stats) || now <= before.now) return null;
+      const old = before.stats[queue.row.name];
       let moved = 0;
       for (const event of events) moved += (queue.stats[event] || 0) - (old[event] || 0);
       return Math.max(0, moved / (now - before.now)).toFixed(1);
     }
 
     function queueRow(q, now) {
-      const jobs = q.kind === "jobs";
-      const c = q.counts;
+      const jobs = q.row.kind === "jobs";
+      const c = countsOf(q.row);
       return [
-        el("td", {}, el("a", { href: queueHref(q.name), text: q.name })),
-        q.kind,
+        el("td", {}, el("a", { href: queueHref(q.row.name), text: q.row.name })),
+        q.row.kind,
         num(c.queued),
         num(c.active),
         num(jobs ? c.delayed : null),
@@ -251,16 +267,17 @@
     }
 
     function workerRow(w) {
+      const row = w.row;
       const queues = el("td", {});
-      w.queues.forEach((name, i) => {
+      row.queues.forEach((name, i) => {
         if (i) queues.append(", ");
         queues.append(el("a", { href: queueHref(name), text: name }));
       });
       return [
-        w.id,
-        el("td", { cls: w.alive ? "" : "bad", text: w.alive ? "yes" : "NO (lease expired)" }),
-        w.host,
-        num(w.pid),
+        row.id,
+        el("td", { cls: row.alive ? "" : "bad", text: row.alive ? "yes" : "NO (lease expired)" }),
+        row.host === null ? "?" : row.host,
+        num(row.pid),
         num(w.in_process),
         queues,
       ];
@@ -271,7 +288,8 @@
         const how = event.lease_expired
           ? "its lease had expired: failed by its peers"
           : "deregistered, or died and was failed between two polls";
-        return [ago(event.at, now), "worker " + event.worker + " left", "host " + event.host + ", pid " + event.pid + "; " + how];
+        const where = "host " + (event.host === null ? "?" : event.host) + ", pid " + (event.pid === null ? "?" : event.pid);
+        return [ago(event.at, now), "worker " + event.worker + " left", where + "; " + how];
       }
       const parts = [];
       if (event.recovered) parts.push(event.recovered + " returned to the front");
@@ -286,7 +304,7 @@
       fill("queues", data.queues.map((q) => queueRow(q, data.now)), "no queues yet");
       fill("workers", data.workers.map(workerRow), "no workers");
       fill("recoveries", data.recoveries.map((e) => recoveryRow(e, data.now)), "none seen since the view started");
-      before = { now: data.now, stats: Object.fromEntries(data.queues.map((q) => [q.name, q.stats])) };
+      before = { now: data.now, stats: Object.fromEntries(data.queues.map((q) => [q.row.name, q.stats])) };
     });
   }
 
@@ -330,17 +348,20 @@
         el("td", {}, el("span", { cls: "state " + job.state, text: job.state })),
         num(job.attempts),
         when(job, now),
-        el("td", { cls: "error", text: job.error || "" }),
+        el("td", { cls: "error", text: cut(job.error, LIST_ERROR_CHARS) || "" }),
         jobActions(job),
       ];
     }
 
     function counts(data) {
-      document.getElementById("kind").textContent = data.kind === "jobs" ? "(job queue)" : "(task queue)";
-      const cards = data.states.map((name) => {
-        const label = data.kind === "tasks" && name === "active" ? "in process" : name;
-        const inner = [el("span", { cls: "count", text: data.counts[name] }), el("span", { cls: "label", text: label })];
-        if (data.kind !== "jobs") return el("div", { cls: "card", "data-state": name }, ...inner);
+      const kind = data.row.kind;
+      const count = countsOf(data.row);
+      const states = kind === "jobs" ? body.dataset.states.split(" ") : TASK_STATES;
+      document.getElementById("kind").textContent = kind === "jobs" ? "(job queue)" : "(task queue)";
+      const cards = states.map((name) => {
+        const label = kind === "tasks" && name === "active" ? "in process" : name;
+        const inner = [el("span", { cls: "count", text: count[name] }), el("span", { cls: "label", text: label })];
+        if (kind !== "jobs") return el("div", { cls: "card", "data-state": name }, ...inner);
         const cls = "card link" + (name === state ? " chosen" : "");
         return el("a", { cls: cls, href: queueHref(queue, name), "data-state": name }, ...inner);
       });
@@ -351,7 +372,7 @@
     function limits(held, now) {
       const line = document.getElementById("limits");
       const parts = [];
-      if (held && held.rate) parts.push("at most " + held.rate[0] + " starts in " + held.rate[1] + " s");
+      if (held && held.rate) parts.push("at most " + held.rate.starts + " starts in " + held.rate.seconds + " s");
       if (held && held.max_active !== null) parts.push("at most " + held.max_active + " active (" + held.active + " now)");
       line.hidden = parts.length === 0;
       if (line.hidden) return;
@@ -363,38 +384,42 @@
       line.className = held.limited ? "bad" : "muted";
     }
 
+    // The API's dead-letter page: a job queue's failed jobs (and the next page's
+    // cursor), or a task queue's count, with the view's first letters beside it.
     function deadLetters(data) {
+      const page = data.page;
       const holder = document.getElementById("failed");
-      const count = data.kind === "jobs" ? data.jobs.length : data.letters.length;
-      document.getElementById("redrive").hidden = count === 0;
-      document.getElementById("purge").hidden = count === 0;
-      if (count === 0) {
+      const shown = page.kind === "jobs" ? page.jobs.length : data.letters.length;
+      document.getElementById("redrive").hidden = shown === 0;
+      document.getElementById("purge").hidden = shown === 0;
+      if (shown === 0) {
         holder.replaceChildren(el("p", { cls: "muted", text: "none" }));
         return;
       }
-      const more = data.more ? el("p", { cls: "muted", text: "(the first 100 are shown)" }) : null;
-      if (data.kind === "jobs") {
+      const cutShort = page.kind === "jobs" ? page.cursor !== null : page.count > shown;
+      const more = cutShort ? el("p", { cls: "muted", text: "(the first " + shown + " are shown)" }) : null;
+      if (page.kind === "jobs") {
         const table = el("table", { id: "failed-jobs" }, el("thead", {}, el("tr", {}, ...["job id", "attempts", "ended (UTC)", "error", ""].map((h) => el("th", { text: h })))), el("tbody"));
         holder.replaceChildren(table, more || "");
-        fill("failed-jobs", data.jobs.map((job) => [
+        fill("failed-jobs", page.jobs.map((job) => [
           el("td", {}, el("a", { href: jobHref(queue, job.id), text: job.id })),
           num(job.attempts),
           iso(job.ended),
-          el("td", { cls: "error", text: job.error || "" }),
+          el("td", { cls: "error", text: cut(job.error, LIST_ERROR_CHARS) || "" }),
           jobActions(job),
         ]), "none");
         return;
       }
-      const heads = data.letters.some((l) => "payload" in l) ? ["bytes", "payload"] : ["bytes"];
+      const heads = data.letters.some((l) => "preview" in l) ? ["bytes", "payload"] : ["bytes"];
       const table = el("table", { id: "failed-tasks" }, el("thead", {}, el("tr", {}, ...heads.map((h) => el("th", { text: h })))), el("tbody"));
-      holder.replaceChildren(el("p", { text: count + (data.more ? "+" : "") + " dead letters, newest first (payloads are hidden unless the view runs with --show-payloads)" }), table, more || "");
-      fill("failed-tasks", data.letters.map((l) => ("payload" in l ? [num(l.bytes), l.payload] : [num(l.bytes)])), "none");
+      holder.replaceChildren(el("p", { text: page.count + " dead letters, newest first (payloads are hidden unless the view runs with --show-payloads)" }), table, more || "");
+      fill("failed-tasks", data.letters.map((l) => ("preview" in l ? [num(l.bytes), l.preview] : [num(l.bytes)])), "none");
     }
 
     async function queueWide(path, verb) {
       if (path.endsWith("purge") && !window.confirm("Drop every dead letter of " + queue + "?")) return;
       const answer = await post(path, { queue: queue });
-      const n = answer.moved !== undefined ? answer.moved : answer.purged;
+      const n = answer.redriven !== undefined ? answer.redriven : answer.purged;
       document.getElementById("failed-result").textContent = answer.ok ? verb + " " + n : answer.message;
       refresh();
     }
@@ -421,7 +446,7 @@
     refresh = poll(async () => {
       const data = await getJson("/ui/api/queue", { name: queue });
       counts(data);
-      const jobs = data.kind === "jobs";
+      const jobs = data.row.kind === "jobs";
       document.getElementById("jobs-section").hidden = !jobs;
       if (jobs) {
         document.getElementById("state-name").textContent = state + (state === "delayed" || state === "retrying" ? ", by due time" : "");
@@ -450,22 +475,29 @@
     document.getElementById("retry").addEventListener("click", () => act("/ui/api/retry", "retried"));
     document.getElementById("cancel").addEventListener("click", () => act("/ui/api/cancel", "cancelled"));
 
+    // The API's progress: text, or bytes as base64 (a status line: 4 KB at most).
+    function progress(job) {
+      if ("progress_b64" in job) return "base64 " + job.progress_b64;
+      return job.progress === null ? "–" : job.progress;
+    }
+
     refresh = poll(async () => {
-      const job = await getJson("/ui/api/job", { queue: queue, id: id });
+      const data = await getJson("/ui/api/job", { queue: queue, id: id });
+      const job = data.job;
       const rows = [
         ["id", job.id],
         ["queue", job.queue],
         ["state", el("span", { cls: "state " + job.state, text: job.state })],
         ["attempts", job.attempts],
         ["error", el("pre", { cls: "error", text: job.error || "–" })],
-        ["progress", job.progress === null ? "–" : job.progress],
-        ["payload size", job.payload_bytes === null ? "–" : job.payload_bytes + " bytes"],
-        ["result size", job.result_bytes === null ? "–" : job.result_bytes + " bytes"],
+        ["progress", progress(job)],
+        ["payload size", data.payload_bytes === null ? "–" : data.payload_bytes + " bytes"],
+        ["result size", data.result_bytes === null ? "–" : data.result_bytes + " bytes"],
       ];
-      if ("payload" in job) rows.push(["payload", job.payload === null ? "–" : job.payload]);
-      if ("result" in job) rows.push(["result", job.result === null ? "–" : job.result]);
+      if ("payload_preview" in data) rows.push(["payload", data.payload_preview === null ? "–" : data.payload_preview]);
+      if ("result_preview" in data) rows.push(["result", data.result_preview === null ? "–" : data.result_preview]);
       fill("detail", rows.map(([name, value]) => [el("th", { text: name }), value]), "");
-      fill("history", job.history.map((h) => [h.step, iso(h.at), ago(h.at, job.now)]), "–");
+      fill("history", data.history.map((h) => [h.step, iso(h.at), ago(h.at, data.now)]), "–");
       document.getElementById("retry").hidden = !(job.state === "failed" || job.state === "cancelled");
       document.getElementById("cancel").hidden = !LIVE.includes(job.state);
     });
