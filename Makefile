@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Lint only the source directories that exist yet.
 SRC_DIRS := $(wildcard worqr tests examples benchmarks deploy)
 
-.PHONY: venv test test-fast test-versions test-floor lint demo bench soak soak-jobs clean
+.PHONY: venv test test-fast test-versions test-floor lint demo bench docs soak soak-jobs clean
 
 venv: $(STAMP)
 
@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml
 
 lint: venv
 	$(BIN)/ruff check $(SRC_DIRS)
+	$(BIN)/ruff format --check $(SRC_DIRS)
 	$(BIN)/mypy
 	$(BIN)/python tools/unasync.py --check
 
@@ -69,6 +70,13 @@ bench: venv
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[bench]'
 	$(BIN)/python -m benchmarks.compare
 
+# The documentation site, into site/: the README is its home page, docs/*.md
+# the rest (mkdocs.yml). --strict: a broken link or anchor, or a page missing
+# from the nav, fails the build.
+docs: venv
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 # Fault scenario 13: 10 minutes of traffic with periodic kills (not part of `make test`).
 soak: venv
 	$(BIN)/python tests/faults/soak.py --minutes $(or $(MINUTES),10)
@@ -77,5 +85,5 @@ soak-jobs: venv
 	$(BIN)/python tests/faults/soak_jobs.py --minutes $(or $(MINUTES),10)
 
 clean:
-	rm -rf $(VENV) $(FLOOR_VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(FLOOR_VENV) site build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

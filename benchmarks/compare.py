@@ -242,10 +242,10 @@ def _number(value: object) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def render(document: dict[str, Any]) -> list[str]:
-    summary, systems = document["summary"], document["systems"]
+def _header(document: dict[str, Any]) -> list[str]:
+    """The machine, the versions, the repetitions, and each part's run."""
     machine = document["machine"]
-    lines = [
+    return [
         f"Machine: {machine['cpu']}, {machine['cores']} cores, Linux {machine['kernel']}, "
         f"Python {machine['python']}, Redis {machine['redis_server']}, "
         f"redis-py {machine['redis_py']} (hiredis {machine['hiredis']}); "
@@ -261,6 +261,12 @@ def render(document: dict[str, Any]) -> list[str]:
             + " ".join(str(arg) for arg in (part["argv"] or [])[1:])
             for i, part in enumerate(document.get("parts", []))
         ),
+    ]
+
+
+def _tables(summary: dict[str, Any], systems: list[str]) -> list[str]:
+    """Throughput and latency, costs, and the ratios to worqr (and to worqr-jobs)."""
+    lines = [
         "",
         "Throughput and latency:",
         "",
@@ -286,61 +292,96 @@ def render(document: dict[str, Any]) -> list[str]:
                 base="worqr-jobs",
             ),
         ]
-    models = document.get("models", {})
-    if models:
-        lines += [
-            "",
-            "How each system ran (W = 2 instances of this, each its own process tree):",
-            "",
-        ]
-        lines += [
-            f"- {name}: {m['workers']}; bulk: {m['bulk']}; recovery: {m['recovery']}"
-            for name, m in models.items()
-        ]
+    return lines
+
+
+def _models(models: dict[str, Any]) -> list[str]:
+    """How each system ran."""
+    if not models:
+        return []
+    lines = [
+        "",
+        "How each system ran (W = 2 instances of this, each its own process tree):",
+        "",
+    ]
+    lines += [
+        f"- {name}: {m['workers']}; bulk: {m['bulk']}; recovery: {m['recovery']}"
+        for name, m in models.items()
+    ]
+    return lines
+
+
+def _single_system(summary: dict[str, Any]) -> list[str]:
+    """The workloads run by one system only (ceiling, scale): their figures."""
+    lines: list[str] = []
     for workload in ("ceiling", "scale"):
         entry = next(iter(summary.get(workload, {}).values()), None)
         if entry:
             lines += ["", f"{workload}:", ""]
             lines += [f"- {k}: {_number(v)}" for k, v in entry.items() if k != "reps"]
+    return lines
+
+
+def _others_cpu(document: dict[str, Any]) -> list[str]:
+    """Other processes' CPU and the load average during each workload's runs."""
     loads = [run for run in document.get("runs", []) if "others_cores" in run]
-    if loads:
-        lines += [
-            "",
-            "Other processes' CPU during each run (cores busy outside the benchmark's own "
-            f"process tree, of {machine['cores']}), and the 1-minute load average (which "
-            "counts the benchmark's own workers and Redis too):",
-            "",
-        ]
-        for workload in dict.fromkeys(run["workload"] for run in loads):
-            mine = sorted(
-                (run["others_cores"], max(run["load"]), run["system"], run["rep"])
-                for run in loads
-                if run["workload"] == workload
-            )
-            top = mine[-1]
-            lines.append(
-                f"- {workload}: others median {mine[len(mine) // 2][0]:.2f} cores, "
-                f"max {top[0]:.2f} ({top[2]} #{top[3] + 1}); load max "
-                f"{max(m[1] for m in mine):.2f}"
-            )
-    goals = report.targets(summary, systems)
-    if goals:
-        lines += ["", "Targets (issue 6):", ""]
-        for goal, measured, met in goals:
-            mark = {True: "met", False: "MISSED", None: "n/a"}[met]
-            lines.append(f"- [{mark}] {goal}: {measured}")
-    jobs = report.job_targets(summary, systems)
-    if jobs:
-        lines += ["", "Targets (issue 15, jobs):", ""]
-        for goal, measured, met in jobs:
-            mark = {True: "met", False: "MISSED", None: "n/a"}[met]
-            lines.append(f"- [{mark}] {goal}: {measured}")
+    if not loads:
+        return []
+    lines = [
+        "",
+        "Other processes' CPU during each run (cores busy outside the benchmark's own "
+        f"process tree, of {document['machine']['cores']}), and the 1-minute load average "
+        "(which counts the benchmark's own workers and Redis too):",
+        "",
+    ]
+    for workload in dict.fromkeys(run["workload"] for run in loads):
+        mine = sorted(
+            (run["others_cores"], max(run["load"]), run["system"], run["rep"])
+            for run in loads
+            if run["workload"] == workload
+        )
+        top = mine[-1]
+        lines.append(
+            f"- {workload}: others median {mine[len(mine) // 2][0]:.2f} cores, "
+            f"max {top[0]:.2f} ({top[2]} #{top[3] + 1}); load max "
+            f"{max(m[1] for m in mine):.2f}"
+        )
+    return lines
+
+
+def _goals(title: str, goals: list[tuple[str, str, bool | None]]) -> list[str]:
+    """A list of targets, each met, MISSED or n/a (not measured)."""
+    if not goals:
+        return []
+    lines = ["", f"{title}:", ""]
+    for goal, measured, met in goals:
+        mark = {True: "met", False: "MISSED", None: "n/a"}[met]
+        lines.append(f"- [{mark}] {goal}: {measured}")
+    return lines
+
+
+def _errors(summary: dict[str, Any]) -> list[str]:
     errors = [
         (w, s, e) for w, by in summary.items() for s, m in by.items() for e in m.get("errors", [])
     ]
-    if errors:
-        lines += ["", "Errors:", ""] + [f"- {w}/{s}: {e[:400]}" for w, s, e in errors]
-    return lines
+    if not errors:
+        return []
+    return ["", "Errors:", ""] + [f"- {w}/{s}: {e[:400]}" for w, s, e in errors]
+
+
+def render(document: dict[str, Any]) -> list[str]:
+    """The report (latest.md): its sections in order."""
+    summary, systems = document["summary"], document["systems"]
+    return [
+        *_header(document),
+        *_tables(summary, systems),
+        *_models(document.get("models", {})),
+        *_single_system(summary),
+        *_others_cpu(document),
+        *_goals("Targets (issue 6)", report.targets(summary, systems)),
+        *_goals("Targets (issue 15, jobs)", report.job_targets(summary, systems)),
+        *_errors(summary),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

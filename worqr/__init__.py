@@ -23,7 +23,7 @@ from ._errors import (
     WrongQueueKindError,
 )
 from ._flows import ChildOutcome, FlowInfo, FlowJob, FlowRef, Step
-from ._hooks import Hooks, WorkerHooks
+from ._hooks import Hooks
 from ._jobs import Backoff, JobInfo, JobRef, JobSettings
 from ._keys import MAX_NAME_CHARS, validate_name
 from ._process import Process
@@ -68,7 +68,6 @@ __all__ = [
     "Settings",
     "Step",
     "Worker",
-    "WorkerHooks",
     "WorkerSettings",
     "Worqr",
     "WorqrError",

@@ -93,10 +93,6 @@ class Hooks:
         """A wake-up arrived for ``queue`` (a pub/sub hint or the fallback poll)."""
 
 
-WorkerHooks = Hooks
-"""The name `Hooks` had when only the worker runtime called it; kept as an alias."""
-
-
 class HookList(Hooks):
     """Calls every registered `Hooks` in turn; a hook that raises is logged and
     skipped. What the client and the runtime call."""

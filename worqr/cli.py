@@ -11,12 +11,14 @@ Every error is one line on stderr; a user mistake never prints a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
 
-from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import RedisError
 
 from ._cli.base import (
     EXIT_FAILURE,
@@ -26,165 +28,49 @@ from ._cli.base import (
     apply_sentinel_options,
     quiet_library_logs,
 )
-from ._cli.parser import Parser, Runner, build
+from ._cli.parser import Parser, build
 from ._errors import WorqrError
 from ._version import __version__
 
-# Each runner imports its module when the command runs: `worqr enqueue` does not
-# load the worker runtime, and `worqr --help` stays fast.
+Runner = Callable[[argparse.Namespace], int]
+"""What runs a subcommand: it takes the parsed arguments and returns the exit code."""
 
-
-def _worker(args: argparse.Namespace) -> int:
-    from ._cli.worker import run_worker
-
-    return run_worker(args)
-
-
-def _enqueue(args: argparse.Namespace) -> int:
-    from ._cli.produce import enqueue
-
-    return enqueue(args)
-
-
-def _cancel(args: argparse.Namespace) -> int:
-    from ._cli.produce import cancel
-
-    return cancel(args)
-
-
-def _delete(args: argparse.Namespace) -> int:
-    from ._cli.produce import delete
-
-    return delete(args)
-
-
-def _failed(args: argparse.Namespace) -> int:
-    from ._cli.produce import failed
-
-    return failed(args)
-
-
-def _submit(args: argparse.Namespace) -> int:
-    from ._cli.jobs import submit
-
-    return submit(args)
-
-
-def _job(args: argparse.Namespace) -> int:
-    from ._cli.jobs import job
-
-    return job(args)
-
-
-def _flow(args: argparse.Namespace) -> int:
-    from ._cli.flows import flow
-
-    return flow(args)
-
-
-def _jobs(args: argparse.Namespace) -> int:
-    from ._cli.jobs import jobs
-
-    return jobs(args)
-
-
-def _schedule(args: argparse.Namespace) -> int:
-    from ._cli.schedules import schedule
-
-    return schedule(args)
-
-
-def _unschedule(args: argparse.Namespace) -> int:
-    from ._cli.schedules import unschedule
-
-    return unschedule(args)
-
-
-def _limit(args: argparse.Namespace) -> int:
-    from ._cli.limits import limit
-
-    return limit(args)
-
-
-def _schedules(args: argparse.Namespace) -> int:
-    from ._cli.schedules import schedules
-
-    return schedules(args)
-
-
-def _status(args: argparse.Namespace) -> int:
-    from ._cli.status import status
-
-    return status(args)
-
-
-def _top(args: argparse.Namespace) -> int:
-    from ._cli.top import top
-
-    return top(args)
-
-
-def _redis(args: argparse.Namespace) -> int:
-    from ._cli.redis_server import run_redis
-
-    return run_redis(args)
-
-
-def _exporter(args: argparse.Namespace) -> int:
-    from .metrics.exporter import DEFAULT_PORT, run_exporter
-
-    try:
-        run_exporter(
-            args.url,
-            args.prefix or "worqr",
-            args.port or DEFAULT_PORT,
-            args.host,
-            cluster=args.cluster,
-        )
-    except RedisClusterException as error:  # a cluster client reads the slot map at once
-        raise CliError(f"Redis Cluster: {error}") from None
-    except OSError as error:  # e.g. the port is taken
-        raise CliError(f"cannot serve metrics on {args.host}:{args.port}: {error}") from None
-    return 0
-
-
-def _http(args: argparse.Namespace) -> int:
-    from ._cli.http_server import run_http
-
-    return run_http(args)
-
-
-def _demo(args: argparse.Namespace) -> int:
-    from ._demo.run import run_demo
-
-    return run_demo(args)
-
-
-RUNNERS: dict[str, Runner] = {
-    "worker": _worker,
-    "enqueue": _enqueue,
-    "cancel": _cancel,
-    "delete": _delete,
-    "failed": _failed,
-    "submit": _submit,
-    "job": _job,
-    "jobs": _jobs,
-    "schedule": _schedule,
-    "unschedule": _unschedule,
-    "schedules": _schedules,
-    "limit": _limit,
-    "flow": _flow,
-    "status": _status,
-    "top": _top,
-    "redis": _redis,
-    "exporter": _exporter,
-    "demo": _demo,
-    "http": _http,
+COMMANDS: Final[Mapping[str, str]] = {
+    "worker": "worqr._cli.worker:run_worker",
+    "enqueue": "worqr._cli.produce:enqueue",
+    "cancel": "worqr._cli.produce:cancel",
+    "delete": "worqr._cli.produce:delete",
+    "failed": "worqr._cli.produce:failed",
+    "submit": "worqr._cli.jobs:submit",
+    "job": "worqr._cli.jobs:job",
+    "jobs": "worqr._cli.jobs:jobs",
+    "schedule": "worqr._cli.schedules:schedule",
+    "unschedule": "worqr._cli.schedules:unschedule",
+    "schedules": "worqr._cli.schedules:schedules",
+    "limit": "worqr._cli.limits:limit",
+    "flow": "worqr._cli.flows:flow",
+    "status": "worqr._cli.status:status",
+    "top": "worqr._cli.top:top",
+    "redis": "worqr._cli.redis_server:run_redis",
+    "exporter": "worqr._cli.exporter:exporter",
+    "demo": "worqr._demo.run:run_demo",
+    "http": "worqr._cli.http_server:run_http",
 }
+"""The function that runs each subcommand, as ``module:function``: its module is
+imported only when the command runs, so `worqr enqueue` does not load the worker
+runtime and `worqr --help` stays fast. A test checks that every subcommand has
+one, and that each takes the parsed arguments and returns the exit code."""
+
+
+def command_function(name: str) -> Runner:
+    """The function of subcommand ``name``, its module imported now."""
+    module, _, function = COMMANDS[name].partition(":")
+    found: Runner = getattr(importlib.import_module(module), function)
+    return found
 
 
 def build_parser() -> Parser:
-    return build(RUNNERS, __version__)
+    return build(__version__)
 
 
 def _configure_logging(args: argparse.Namespace) -> None:
@@ -214,8 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _configure_logging(args)
         apply_sentinel_options(args)
-        code: int = args.run(args)
-        return code
+        return command_function(args.command)(args)
     except CliError as error:
         print(f"{where}: error: {_one_line(error)}", file=sys.stderr)
         return error.code

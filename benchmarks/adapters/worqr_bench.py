@@ -132,41 +132,26 @@ def run_raw() -> None:
     client.close()
 
 
+def _run_sync(payload: str) -> None:
+    """The sync handler (of tasks or jobs): the workload's handler, then its hold."""
+    hold = handle(payload)
+    if hold:
+        time.sleep(hold)
+
+
+async def _run_async(payload: str) -> None:
+    """The async handler (of tasks or jobs)."""
+    hold = await ahandle(payload)
+    if hold:
+        await asyncio.sleep(hold)
+
+
 def run_runtime(mode: str) -> None:
+    """A `worqr.Worker` with one handler: of jobs ("jobs", "jobs-async") or of
+    tasks ("sync", "async"); async when the mode says so."""
     worker = worqr.Worker(redis_url())
-
-    if mode == "async":
-
-        @worker.handler(QUEUE)
-        async def run_async(task: str) -> None:
-            hold = await ahandle(task)
-            if hold:
-                await asyncio.sleep(hold)
-
-    elif mode == "jobs-async":
-
-        @worker.job(QUEUE)
-        async def job_async(payload: str) -> None:
-            hold = await ahandle(payload)
-            if hold:
-                await asyncio.sleep(hold)
-
-    elif mode == "jobs":
-
-        @worker.job(QUEUE)
-        def job_sync(payload: str) -> None:
-            hold = handle(payload)
-            if hold:
-                time.sleep(hold)
-
-    else:
-
-        @worker.handler(QUEUE)
-        def run_sync(task: str) -> None:
-            hold = handle(task)
-            if hold:
-                time.sleep(hold)
-
+    register = worker.job if mode.startswith("jobs") else worker.handler
+    register(QUEUE)(_run_async if mode.endswith("async") else _run_sync)
     worker.run()
 
 

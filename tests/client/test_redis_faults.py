@@ -55,6 +55,31 @@ def test_script_flush_mid_run_is_survived(
     assert worker.fail_worker() == 2
 
 
+def run_until(
+    done: Callable[[], bool], stop: threading.Event, *loops: Callable[[], None]
+) -> list[BaseException]:
+    """Run each of ``loops`` in a thread until ``done()`` or one of them raises
+    (30 s at most), then set ``stop`` and join them; returns what they raised."""
+    errors: list[BaseException] = []
+
+    def guarded(loop: Callable[[], None]) -> None:
+        try:
+            loop()
+        except BaseException as error:  # reported by the test, not lost in a thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=guarded, args=(loop,), daemon=True) for loop in loops]
+    for thread in threads:
+        thread.start()
+    try:
+        wait_until(lambda: done() or errors, timeout=30)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+    return errors
+
+
 def test_scripts_flushed_again_and_again_under_load_lose_nothing(
     make: Factory, redis_client: redis.Redis, prefix: str
 ) -> None:
@@ -62,38 +87,23 @@ def test_scripts_flushed_again_and_again_under_load_lose_nothing(
     producer, worker = make(), make()
     worker.start_worker()
     finished: list[str | bytes] = []
-    errors: list[BaseException] = []
     stop = threading.Event()
 
     def produce() -> None:
-        try:
-            for start in range(0, len(payloads), 10):
-                producer.enqueue_many("q", payloads[start : start + 10])
-        except BaseException as error:
-            errors.append(error)
+        for start in range(0, len(payloads), 10):
+            producer.enqueue_many("q", payloads[start : start + 10])
 
     def work() -> None:
-        try:
-            while len(finished) < len(payloads) and not stop.is_set():
-                for process in worker.dequeue_many("q", 3):
-                    assert worker.finish_process(process)
-                    finished.append(process.task)
-        except BaseException as error:
-            errors.append(error)
+        while len(finished) < len(payloads) and not stop.is_set():
+            for process in worker.dequeue_many("q", 3):
+                assert worker.finish_process(process)
+                finished.append(process.task)
 
     def flush() -> None:  # every millisecond: some land between a reload and its retry
         while not stop.wait(0.001):
             redis_client.script_flush()
 
-    threads = [threading.Thread(target=f, daemon=True) for f in (produce, work, flush)]
-    for thread in threads:
-        thread.start()
-    try:
-        wait_until(lambda: len(finished) == len(payloads) or errors, timeout=30)
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(10)
+    errors = run_until(lambda: len(finished) == len(payloads), stop, produce, work, flush)
     assert errors == []
     assert Counter(finished) == Counter(payloads)
 

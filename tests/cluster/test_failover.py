@@ -35,6 +35,29 @@ def replicated() -> Iterator[LocalCluster]:
         cluster.close()
 
 
+def feed(
+    producer: worqr.Worqr,
+    queue: str,
+    stop: threading.Event,
+    acked: dict[str, float],
+    unsure: list[str],
+) -> None:
+    """Enqueue t0, t1, ... one every 5 ms until ``stop``: when each enqueue
+    returned goes to ``acked``; one that raised (maybe applied, maybe not) to
+    ``unsure``."""
+    for i in range(100_000):
+        if stop.is_set():
+            return
+        task = f"t{i}"
+        try:
+            producer.enqueue(queue, task)
+        except (worqr.AmbiguousResultError, worqr.RedisUnavailableError):
+            unsure.append(task)
+        else:
+            acked[task] = time.monotonic()
+        time.sleep(0.005)
+
+
 @needs_asyncio_cluster
 def test_a_master_failover_during_a_run(replicated: LocalCluster, prefix: str) -> None:
     mesh_owner = replicated.owner(key_slot(MeshKeys(prefix).workers.encode()))
@@ -69,20 +92,7 @@ def test_a_master_failover_during_a_run(replicated: LocalCluster, prefix: str) -
     heard: list[tuple[str, object]] = []
     listener.on(queue, lambda event, message: heard.append((event, message)))
 
-    def produce() -> None:
-        for i in range(100_000):
-            if stop.is_set():
-                return
-            task = f"t{i}"
-            try:
-                producer.enqueue(queue, task)
-            except (worqr.AmbiguousResultError, worqr.RedisUnavailableError):
-                unsure.append(task)
-            else:
-                acked[task] = time.monotonic()
-            time.sleep(0.005)
-
-    feeder = threading.Thread(target=produce, daemon=True)
+    feeder = threading.Thread(target=feed, args=(producer, queue, stop, acked, unsure), daemon=True)
     try:
         for worker in workers:
             assert worker.wait_started(30)

@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,18 @@ def other_master(cluster: LocalCluster, *slots: int) -> int:
     return next(port for port in cluster.ports if port not in busy)
 
 
+def feed_batches(
+    producer: worqr.Worqr, queue: str, tasks: list[str], *, until: Callable[[], bool]
+) -> None:
+    """Enqueue batches of 10 tasks (t0, t1, ...), one every 5 ms, each also
+    appended to ``tasks``, until ``until()``."""
+    while not until():
+        batch = [f"t{len(tasks) + i}" for i in range(10)]
+        producer.enqueue_many(queue, batch)
+        tasks.extend(batch)
+        time.sleep(0.005)
+
+
 # -- a slot migration during a run ------------------------------------------------------
 
 
@@ -142,11 +154,12 @@ def test_slot_migration_of_a_busy_queue_loses_nothing(
         # Traffic until both moves are done (at least 600 tasks), so clients
         # still hold the old slot map when each move completes (MOVED).
         try:
-            while (len(tasks) < 600 or not moved_back.is_set()) and not stop.is_set():
-                batch = [f"t{len(tasks) + i}" for i in range(10)]
-                producer.enqueue_many(queue, batch)
-                tasks.extend(batch)
-                time.sleep(0.005)
+            feed_batches(
+                producer,
+                queue,
+                tasks,
+                until=lambda: (len(tasks) >= 600 and moved_back.is_set()) or stop.is_set(),
+            )
         except BaseException as error:  # reported by the test, not lost in a thread
             feeder_errors.append(error)
             return

@@ -145,12 +145,20 @@ def test_only_metrics_imports_prometheus_client() -> None:
             assert not name.startswith("prometheus_client"), f"{path.name}:{line}"
 
 
-def test_no_module_holds_two_ideas() -> None:
-    """A module past ~350 lines usually holds two ideas (generated code aside)."""
+GOD_MODULE_LINES = 500
+
+
+def test_no_module_grows_into_a_god_module() -> None:
+    """Module size is a guideline, not a gate: a module much over ~300 lines
+    usually holds two ideas (docs/design.md, the module map), and review judges
+    that; a count enforced there invites trimming comments or cutting a file in
+    two to fit. This test only catches the far end, past 500 lines, where a
+    module surely holds several ideas (rq's 2,000-line job.py): split it by its
+    ideas. Generated code aside."""
     long = {
         str(path.relative_to(PACKAGE)): lines
         for path in modules()
-        if (lines := len(path.read_text("utf-8").splitlines())) > 350
+        if (lines := len(path.read_text("utf-8").splitlines())) > GOD_MODULE_LINES
         and not path.read_text("utf-8").startswith("# Generated")
     }
     assert not long, long

@@ -1,1 +1,2 @@
-"""What ships besides the library: README snippets, examples, compose, demo, benchmarks."""
+"""What ships besides the library: the README and docs/ (every python block runs; the
+maps stay true), examples, compose, demo, benchmarks."""

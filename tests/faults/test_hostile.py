@@ -119,6 +119,21 @@ def test_hostile_input_through_a_real_mesh(
     figures.report()
 
 
+def invalid_call(strict: worqr.Worqr, rng: random.Random, kind: str, queue: str) -> None:
+    """One call invalid by ``kind`` (a bad queue name, a task of a bad type, or a
+    task over the size limit); it must be refused (TypeError or ValueError)."""
+    try:
+        if kind == "name":
+            strict.enqueue(rng.choice(BAD_NAMES), b"x")
+        elif kind == "type":
+            strict.enqueue_many(queue, [b"fine", rng.choice(BAD_TASKS)])
+        else:
+            strict.enqueue(queue, b"\x00" * (LIMIT + rng.randint(1, 100)))
+    except (TypeError, ValueError):
+        return
+    raise AssertionError(f"an invalid {kind} call was accepted")
+
+
 def flood(strict: worqr.Worqr, seed: int, expected: dict[str, list[bytes]]) -> Counter[str]:
     """Four threads, each 300 calls: one in four valid, the rest invalid."""
     refused: Counter[str] = Counter()
@@ -137,18 +152,9 @@ def flood(strict: worqr.Worqr, seed: int, expected: dict[str, list[bytes]]) -> C
                     with lock:
                         expected[queue].append(payload)
                     continue
-                try:
-                    if kind == "name":
-                        strict.enqueue(rng.choice(BAD_NAMES), b"x")
-                    elif kind == "type":
-                        strict.enqueue_many(queue, [b"fine", rng.choice(BAD_TASKS)])
-                    else:
-                        strict.enqueue(queue, b"\x00" * (LIMIT + rng.randint(1, 100)))
-                except (TypeError, ValueError):
-                    with lock:
-                        refused[kind] += 1
-                else:
-                    raise AssertionError(f"an invalid {kind} call was accepted")
+                invalid_call(strict, rng, kind, queue)
+                with lock:
+                    refused[kind] += 1
         except BaseException as error:  # reported by the main thread
             errors.append(error)
 

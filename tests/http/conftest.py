@@ -91,8 +91,7 @@ def make_job_worker(redis_url: str, prefix: str) -> worqr.Worker:
             raise ValueError(rest)
         if kind == "hold":
             worqr.current_job().progress("holding")
-            while True:
-                await asyncio.sleep(0.02)
+            await asyncio.Event().wait()  # never set: held until cancelled
         return None
 
     worker.job("emails", retries=0)(send_email)

@@ -1,7 +1,8 @@
-"""The README's "HTTP API" examples run: every curl line is parsed and replayed
-with httpx exactly (method, URL, headers, body) against the app, with a worker
-running the README's "emails" handler, and every reply the README shows as
-JSON is the reply the server gives. curl itself is not needed."""
+"""The HTTP API page's examples run (docs/http.md, once the README's "HTTP API"
+section): every curl line is parsed and replayed with httpx exactly (method,
+URL, headers, body) against the app, with a worker running the page's "emails"
+handler, and every reply the page shows as JSON is the reply the server gives.
+curl itself is not needed."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from worqr.cli import build_parser
 from worqr.http import create_app
 from worqr.http.security import LOOPBACK_HOSTS
 
-SECTION = re.compile(r"^## HTTP API\n(.*?)^## ", re.S | re.M)
+PAGE = ROOT / "docs" / "http.md"
 SH_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
 
 
@@ -30,11 +31,11 @@ class Curl:
     url: str
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None
-    shown: str | None = None  # the reply the README shows after it (a "# ..." line)
+    shown: str | None = None  # the reply the page shows after it (a "# ..." line)
 
 
 def parse_curl(line: str) -> Curl:
-    """The request curl would send for ``line`` (only the options the README
+    """The request curl would send for ``line`` (only the options the page
     uses; another one fails the test rather than being replayed wrong)."""
     words = shlex.split(line.replace("$(cat token.txt)", TOKEN))
     assert words[0] == "curl"
@@ -59,10 +60,8 @@ def parse_curl(line: str) -> Curl:
     return request
 
 
-def readme_commands() -> tuple[list[Curl], list[str]]:
-    section = SECTION.search((ROOT / "README.md").read_text("utf-8"))
-    assert section, "README has no HTTP API section"
-    (block,) = SH_BLOCK.findall(section.group(1))
+def page_commands() -> tuple[list[Curl], list[str]]:
+    (block,) = SH_BLOCK.findall(PAGE.read_text("utf-8"))
     curls: list[Curl] = []
     worqr_lines: list[str] = []
     for line in block.splitlines():
@@ -75,22 +74,22 @@ def readme_commands() -> tuple[list[Curl], list[str]]:
     return curls, worqr_lines
 
 
-def test_the_readmes_commands_parse() -> None:
-    curls, commands = readme_commands()
+def test_the_pages_commands_parse() -> None:
+    curls, commands = page_commands()
     assert len(curls) >= 5 and {c.method for c in curls} >= {"GET", "POST"}
     for command in commands:
         args = build_parser().parse_args(shlex.split(command)[1:])
         assert args.command == "http"
 
 
-def test_the_readmes_curl_examples_answer_what_the_readme_shows(
+def test_the_pages_curl_examples_answer_what_the_page_shows(
     api: ApiRunner, redis_url: str, prefix: str
 ) -> None:
-    curls, _ = readme_commands()
-    readme_worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
-    readme_worker.job("emails", retries=0)(send_email)  # the README's one queue
+    curls, _ = page_commands()
+    page_worker = worqr.Worker(redis_url, settings=worker_settings(prefix))
+    page_worker.job("emails", retries=0)(send_email)  # the page's one queue
     runner = Runner()
-    runner.start(readme_worker)
+    runner.start(page_worker)
 
     async def scenario(api: Api) -> None:
         with_token = create_app(

@@ -125,14 +125,17 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
         _, taken, _ = worker._take_jobs(queue, [], 5)
         for process in taken:
             worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail")
-        assert producer.requeue_failed(queue) >= 1
-        assert producer.cancel_tasks(queue, "later") >= 0
+        assert producer.requeue_failed(queue) == 2  # "later" (stopped, then failed) and "f"
+        assert producer.cancel_tasks(queue, "later") == 1  # its one live copy: job_cancel_payload
+        assert [job.payload for job in producer.get_jobs(queue, "queued")[0]] == ["f"]
+        assert producer.count_jobs(queue)["cancelled"] == 2  # "a" and "later"
+        assert producer.cancel_tasks(queue, "later") == 0  # no live copy is left
         producer.configure_queue(queue, rate=(1000, 1.0), max_active=100)  # job_limits
         assert producer.get_limits(queue).max_active == 100
         _, taken, _ = worker._take_jobs(queue, [], 5)
         for process in taken:
             worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail")
-        assert producer.purge_failed(queue) >= 1
+        assert producer.purge_failed(queue) == 1  # "f", failed again
         assert producer.count_jobs(queue)["active"] == 0
         exercise_schedules(producer, worker, queue)
         worker.fail_worker()  # job_requeue_owned

@@ -150,7 +150,7 @@ def test_a_reopening_wakes_one_idle_worker_not_a_herd(
     """Four idle workers and a queue opening every 0.25 s: each reopening is
     one wake-up (the timer), so wake-ups stay near the starts, not four times them."""
 
-    class Wakes(worqr.WorkerHooks):
+    class Wakes(worqr.Hooks):
         def __init__(self) -> None:
             self.count = 0
 

@@ -13,10 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.metrics import Snapshot, scrape
 from worqr.metrics.serve import mark_dead, multiprocess_registry, serve
+from worqr.metrics.worker import WorkerMetrics
 
 # A worker process's metrics, driven through the hooks; it waits for stdin to close.
 CHILD = """
@@ -162,6 +164,22 @@ assert not os.path.exists(path) and "PROMETHEUS_MULTIPROC_DIR" not in os.environ
     assert "counter_" in files and "gauge_livesum_" in files and "histogram_" in files
 
 
-def test_mark_dead_without_multiprocess_mode_is_harmless(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mark_dead_without_multiprocess_mode_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One process, no metrics directory: a supervisor still calls mark_dead for
+    # each child that exits (and may for itself); the values it serves stay.
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
-    mark_dead(os.getpid())  # nothing to forget; must not raise
+    registry = CollectorRegistry()
+    metrics = WorkerMetrics(registry)
+    metrics.on_started("jobs")
+    metrics.on_started("jobs")
+    metrics.on_finished("jobs", 0.02)  # one still running
+    before = scrape(registry)
+    assert before[("worqr_tasks_started_total", JOBS)] == 2
+    assert before[("worqr_tasks_in_process", JOBS)] == 1
+    assert before[("worqr_task_duration_seconds_count", JOBS)] == 1
+
+    mark_dead(os.getpid())
+    mark_dead(os.getpid() + 1)  # a child's pid
+    assert scrape(registry) == before

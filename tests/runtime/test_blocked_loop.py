@@ -144,7 +144,7 @@ def test_an_async_client_keeps_its_lease_while_its_own_loop_is_blocked(
                 reaper = threading.Thread(target=reap)
                 reaper.start()
                 try:
-                    time.sleep(2.5)  # the application blocks its own loop
+                    time.sleep(2.5)  # noqa: ASYNC251 - the application blocks its own loop
                 finally:
                     stop.set()
                     reaper.join()

@@ -281,6 +281,18 @@ def test_restart_policy_refuses_bad_values(
         RestartPolicy(**{field: value})  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("processes", "kind"), [(0, ValueError), (-1, ValueError), (True, TypeError), (2.0, TypeError)]
+)
+def test_the_supervisor_refuses_a_bad_number_of_processes(
+    processes: object, kind: type[Exception]
+) -> None:
+    from worqr._cli.supervisor import Supervisor
+
+    with pytest.raises(kind, match="processes must be an int"):
+        Supervisor(lambda index: ["true"], processes)  # type: ignore[arg-type]
+
+
 def test_usage_error_in_a_child_is_not_restarted(family: Family) -> None:
     family.start(processes=2, mode="exit:2")
     assert family.parent is not None

@@ -18,7 +18,7 @@ from tests.support.workers import Runner, WorkerFactory
 from worqr._keys import MeshKeys
 
 
-class BrokenHooks(worqr.WorkerHooks):
+class BrokenHooks(worqr.Hooks):
     """Raises from every hook."""
 
     def __getattribute__(self, name: str) -> Any:

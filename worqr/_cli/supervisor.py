@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
 
+from .._checks import count
 from .base import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .restart_policy import RestartPolicy
 from .supervised import READY_ENV
@@ -84,8 +85,7 @@ class Supervisor:
         on_exit: Callable[[int], object] | None = None,
         tick: float = 0.05,
     ) -> None:
-        if processes < 1:
-            raise ValueError("processes must be at least 1")
+        count("processes", processes, low=1)
         self._command = command
         self._env = dict(env) if env is not None else None
         self.policy = policy or RestartPolicy()

@@ -13,7 +13,7 @@ from .._checks import MAX_EPOCH_SECONDS, count, flag, optional_count, optional_s
 from .._errors import AmbiguousResultError, WorqrError, WrongQueueKindError
 from .._jobs import JobRef, JobSettings, check_backoff, ms, new_job_id, validate_job_id
 from . import job_scripts
-from .calls import Plan, command
+from .calls import Call, Plan, command
 from .job_scripts import SubmitItem
 from .produce import REGISTRY_REFRESH, Producing
 
@@ -85,6 +85,23 @@ def _ambiguous(chunk: list[SubmitItem], done: int, total: int, kept: float, rese
     )
 
 
+def _items(
+    data: list[bytes], ids: list[str | None], recorded: dict[str, Any], *, unique: bool
+) -> list[SubmitItem]:
+    """The jobs of a submit: each one's id (a new one when None), the nonce a
+    resend finds it by, its payload, and its options with, when ``unique``, the
+    hash of its payload."""
+    items: list[SubmitItem] = []
+    for payload, id in zip(data, ids, strict=True):
+        own = dict(recorded)
+        if unique:
+            own["u"] = hashlib.sha256(payload).hexdigest()
+        job_id = new_job_id() if id is None else validate_job_id(id)
+        nonce = uuid.uuid4().hex[:16]
+        items.append((job_id, nonce, payload, json.dumps(own, separators=(",", ":"))))
+    return items
+
+
 def _chunks(items: list[SubmitItem], size: int) -> Iterator[list[SubmitItem]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -106,18 +123,11 @@ class JobProducing(Producing):
         if isinstance(payloads, str | bytes):
             raise TypeError("submit_many takes an iterable of payloads, not one payload")
         data = [self.encode_task(payload) for payload in payloads]  # all checked first
-        wanted = [None] * len(data) if ids is None else list(ids)
+        wanted: list[str | None] = [None] * len(data) if ids is None else list(ids)
         if len(wanted) != len(data):
             raise ValueError("give one id (or None) per payload")
         recorded = job_options(unique=unique, **options)
-        items: list[SubmitItem] = []
-        for payload, id in zip(data, wanted, strict=True):
-            own = dict(recorded)
-            if unique:
-                own["u"] = hashlib.sha256(payload).hexdigest()
-            job_id = new_job_id() if id is None else validate_job_id(id)
-            nonce = uuid.uuid4().hex[:16]
-            items.append((job_id, nonce, payload, json.dumps(own, separators=(",", ":"))))
+        items = _items(data, wanted, recorded, unique=unique)
         if not items:
             return []
         publish = self.publish or (yield from self.publish_command())
@@ -132,37 +142,46 @@ class JobProducing(Producing):
             call = job_scripts.job_submit(
                 keys, chunk, publish=publish, policy=policy, resendable=resendable
             )
-            try:
-                reply = yield from self.replicated(
-                    call,
-                    len(chunk),
-                    len(refs),
-                    len(items),
-                    what="job(s)",
-                    verb="submitted",
-                    again="submitting them again with the same ids creates nothing while "
-                    "they are queued or running, but runs again any that already ended",
-                )
-            except WrongQueueKindError as error:
-                raise WrongQueueKindError(
-                    f"queue {queue!r}: {error}", queue_kind=error.queue_kind
-                ) from None
-            except AmbiguousResultError as error:
-                raise AmbiguousResultError(
-                    _ambiguous(chunk, len(refs), len(items), kept, self.settings.retry_deadline)
-                ) from error
-            except Exception as error:
-                if not refs:
-                    raise
-                raise WorqrError(
-                    f"{len(refs)} of {len(items)} jobs were submitted, the rest were not: {error}"
-                ) from error
+            reply = yield from self._submit_call(queue, call, chunk, len(refs), len(items), kept)
             if not refs:  # registered once the queue surely is a job queue
                 self._kinds[queue] = "jobs"
                 yield from self.register_job_queue(queue)
             for id, created, _state in reply:
                 refs.append(JobRef(queue, _text(id), duplicate=int(created) == 0))
         return refs
+
+    def _submit_call(
+        self, queue: str, call: Call, chunk: list[SubmitItem], done: int, total: int, kept: float
+    ) -> Plan[Any]:
+        """One call of a submit (``chunk``, after ``done`` of ``total`` jobs); a
+        failure says what it means for the whole submit."""
+        try:
+            return (
+                yield from self.replicated(
+                    call,
+                    len(chunk),
+                    done,
+                    total,
+                    what="job(s)",
+                    verb="submitted",
+                    again="submitting them again with the same ids creates nothing while "
+                    "they are queued or running, but runs again any that already ended",
+                )
+            )
+        except WrongQueueKindError as error:
+            raise WrongQueueKindError(
+                f"queue {queue!r}: {error}", queue_kind=error.queue_kind
+            ) from None
+        except AmbiguousResultError as error:
+            raise AmbiguousResultError(
+                _ambiguous(chunk, done, total, kept, self.settings.retry_deadline)
+            ) from error
+        except Exception as error:
+            if not done:
+                raise
+            raise WorqrError(
+                f"{done} of {total} jobs were submitted, the rest were not: {error}"
+            ) from error
 
     def register_job_queue(self, queue: str) -> Plan[None]:
         """Add ``queue`` to the mesh's registries of queues and job queues, at

@@ -52,13 +52,7 @@ class JobWork(Processes, ScheduleRefill):
         checks.count("count", count)
         keys = self.queue_keys(queue)
         worker = self.require_worker()
-        accepted = [False] * len(finished)
-        mine: list[int] = []
-        for i, (process, _, _) in enumerate(finished):
-            if process.worker_id == worker and process.queue == queue:
-                mine.append(i)
-            else:  # our former id (its processes are peers' now): alone, no take
-                accepted[i] = yield from self._finish_as(process.worker_id, [finished[i]])
+        mine, accepted = yield from self._finish_others(queue, worker, finished)
         if count and queue not in self.working:
             yield from self.start_work(queue)
         publish = self.publish or (yield from self.publish_command())
@@ -103,6 +97,23 @@ class JobWork(Processes, ScheduleRefill):
         if any(process.child_policy for process in taken):
             taken = yield from self._with_children(taken)
         return accepted, taken, more
+
+    def _finish_others(
+        self, queue: str, worker: str, finished: Sequence[JobFinish]
+    ) -> Plan[tuple[list[int], list[bool]]]:
+        """Finish alone, with no take, the processes a take on ``queue`` under
+        ``worker`` cannot carry (our former id's: its processes are peers' now).
+        Returns the indices of the ones it carries, and a flag per finish: for
+        those finished here, whether it was accepted; False for the others until
+        the take sets it."""
+        accepted = [False] * len(finished)
+        mine: list[int] = []
+        for i, (process, _, _) in enumerate(finished):
+            if process.worker_id == worker and process.queue == queue:
+                mine.append(i)
+            else:
+                accepted[i] = yield from self._finish_as(process.worker_id, [finished[i]])
+        return mine, accepted
 
     def _finish_as(self, worker: str, finishes: Sequence[JobFinish]) -> Plan[bool]:
         process = finishes[0][0]

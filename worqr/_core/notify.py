@@ -46,11 +46,20 @@ class Notifications(CoreBase):
         data = text(message.get("data") or b"")
         name, _, rest = data.partition(":")
         if role == "notify":
-            if name == "done":
-                self.wake_waiters(queue, rest)
-            elif name == "deleted":
-                self.wake_waiters(queue)
+            self._notified(queue, name, rest)
             return []
+        return self._event(queue, name, rest)
+
+    def _notified(self, queue: str, name: str, rest: str) -> None:
+        """A job queue's notify channel: a job ended (``rest``: its id), and its
+        waiters read again; or the queue was deleted, and every waiter of it does."""
+        if name == "done":
+            self.wake_waiters(queue, rest)
+        elif name == "deleted":
+            self.wake_waiters(queue)
+
+    def _event(self, queue: str, name: str, rest: str) -> list[tuple[str, str, Any]]:
+        """A queue's events channel: what the message ``name:rest`` means."""
         if name == "work":
             return [(queue, "work", int(rest or 0))]
         if name == "due":

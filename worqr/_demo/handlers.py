@@ -118,7 +118,7 @@ async def session(task: str) -> None:
             await client.sadd(key(run, "moved"), task)  # its owner died; a peer took over
         await client.hset(key(run, "owner"), task, pid)
         await client.hincrby(key(run, "runs"), task, 1)
-        while True:  # a long-lived connection would be served here
-            await asyncio.sleep(1)
+        # Never set: held until cancelled (a long-lived connection would be served here).
+        await asyncio.Event().wait()
     finally:
         await client.aclose()

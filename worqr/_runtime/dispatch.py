@@ -198,15 +198,20 @@ class Dispatcher(Hooks):
 
     async def _settle(self, running: Running) -> None:
         """Acknowledge the outcome of a process whose handler ended."""
-        process, queue = running.process, running.process.queue
+        process = running.process
         if self.running.get(process.id) is not running:
             return  # a shutdown that ran out of time already gave its task back
         outcome, error = running.outcome()
-        seconds = running.seconds()
-        hooks, acks, client = self.hooks, self.acks, self.client
         if isinstance(process, JobProcess):
             await self.jobs.settle(running, outcome, error)
-            return
+        else:
+            await self._settle_task(process, outcome, error, running.seconds())
+
+    async def _settle_task(
+        self, process: Process, outcome: Outcome, error: BaseException | None, seconds: float
+    ) -> None:
+        """Acknowledge how the handler of a task's process ended, and tell the hooks."""
+        queue, hooks, acks, client = process.queue, self.hooks, self.acks, self.client
         if outcome is Outcome.FAILED:
             self._log_failure(process, error)
         if outcome is Outcome.LEASE_LOST:

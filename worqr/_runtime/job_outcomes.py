@@ -156,21 +156,33 @@ class JobOutcomes:
             else:
                 hooks.on_fenced(queue)
         elif outcome is Outcome.FINISHED:  # while stopping: no take to carry it
-            try:
-                kind, data = self.stored(running.inner.result() if running.inner else None)
-            except (TypeError, ValueError) as invalid:
-                await self.fail(running, "fail", invalid, seconds)
-            else:
-                await acks.finish(process, seconds, kind, data)
-        elif outcome is Outcome.FAILED_NOW:
-            await self.fail(running, "fail", error, seconds)
-        elif outcome is Outcome.TIMED_OUT:
-            limit = self.timeout(process, running.spec) or 0.0
-            await self.fail(running, "error", TimeoutError(f"ran past {limit:g} s"), seconds)
-        elif isinstance(error, RateLimited):  # not a failure: delayed, queue shut as long
-            await self.fail(running, "limited", error, seconds)
-        else:  # FAILED, RETRIED
-            await self.fail(running, "error", error, seconds)
+            await self._finish_with_result(running, seconds)
+        else:
+            mode, reason = self._failure(process, running.spec, outcome, error)
+            await self.fail(running, mode, reason, seconds)
+
+    async def _finish_with_result(self, running: Running, seconds: float) -> None:
+        """Store the result of a job's handler that returned; one it cannot store
+        fails the job now."""
+        try:
+            kind, data = self.stored(running.inner.result() if running.inner else None)
+        except (TypeError, ValueError) as invalid:
+            await self.fail(running, "fail", invalid, seconds)
+        else:
+            await self.acks.finish(running.process, seconds, kind, data)
+
+    def _failure(
+        self, process: JobProcess, spec: HandlerSpec, outcome: Outcome, error: BaseException | None
+    ) -> tuple[str, BaseException | None]:
+        """How a failed attempt is reported (`fail`'s ``mode``), and its error."""
+        if outcome is Outcome.FAILED_NOW:
+            return "fail", error
+        if outcome is Outcome.TIMED_OUT:
+            limit = self.timeout(process, spec) or 0.0
+            return "error", TimeoutError(f"ran past {limit:g} s")
+        if isinstance(error, RateLimited):  # not a failure: delayed, queue shut as long
+            return "limited", error
+        return "error", error  # FAILED, RETRIED
 
     async def fail(
         self, running: Running, mode: str, error: BaseException | None, seconds: float

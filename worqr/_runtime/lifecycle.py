@@ -3,7 +3,8 @@
 
 `Lifecycle` owns the event loop's side of a run: the stop events, the join (each
 step retried until Redis answers, abandoned if a stop comes first), the tasks of
-running processes, and the drain. `Worker` supplies what runs in between.
+running processes, and the drain. `Worker` supplies what runs in between: the
+six abstract methods below, the contract between the two.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import contextlib
 import logging
 import signal
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self
@@ -29,7 +31,10 @@ CANCEL_WAIT = 1.0
 """Seconds cancelled handlers get to end before a shutdown gives their tasks back."""
 
 
-class Lifecycle:
+class Lifecycle(ABC):
+    """The run of a worker; a subclass supplies what it runs (the abstract
+    methods), and ``settings`` (its grace period)."""
+
     settings: WorkerSettings
 
     def __init__(self) -> None:
@@ -45,24 +50,32 @@ class Lifecycle:
 
     # -- what the worker supplies ------------------------------------------------
 
+    @abstractmethod
     def _prepare(self) -> AsyncWorqr:
-        raise NotImplementedError
+        """Build this run's client and parts on the running loop (nothing is
+        connected yet) and return the client; raises if there is nothing to run."""
 
+    @abstractmethod
     def _join_steps(self, client: AsyncWorqr) -> list[Callable[[], Awaitable[Any]]]:
-        raise NotImplementedError
+        """The calls that register the client and join every queue, in order; each
+        is retried until Redis answers (`_join`)."""
 
+    @abstractmethod
     def _loops(self, client: AsyncWorqr) -> list[asyncio.Task[None]]:
         """Background tasks; the first ones per queue take work, the last one watches."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _cancel_all(self, reason: Reason, *, persistent_only: bool = False) -> None:
-        raise NotImplementedError
+        """Ask the running handlers (only the persistent ones, if said) to stop."""
 
+    @abstractmethod
     def _forget_unfinished(self) -> None:
-        raise NotImplementedError
+        """After the drain: let go of the processes still running (deregistering
+        gives their tasks back)."""
 
+    @abstractmethod
     def _shutdown_executor(self) -> None:
-        raise NotImplementedError
+        """At the end of a run: stop the handler threads and timers, drop the run's parts."""
 
     def _more_to_wait_for(self) -> set[asyncio.Future[Any]]:
         """Handlers a drain waits for besides the tracked tasks (lanes')."""

@@ -52,8 +52,21 @@ for every state; one past the end gives an empty last page)."""
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
 
-QueueName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN)]
-JobId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, pattern=JOB_ID_PATTERN)]
+QueueName = Annotated[
+    str,
+    Field(
+        min_length=1, max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN, examples=["emails", "a/b"]
+    ),
+]
+JobId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        pattern=JOB_ID_PATTERN,
+        examples=["welcome-alice", "01M8S9044W9553V015YAA969M0"],
+    ),
+]
 Base64 = Annotated[
     str,
     Field(
@@ -140,7 +153,15 @@ class SubmitBody(NoNulls):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "allOf": [exactly_one("payload", "payload_b64"), {"not": {"required": ["delay", "at"]}}]
+            "allOf": [
+                exactly_one("payload", "payload_b64"),
+                {"not": {"required": ["delay", "at"]}},
+            ],
+            "examples": [
+                {"payload": "alice@example.com", "id": "welcome-alice"},
+                {"payload": "bob@example.com", "delay": 3600, "retries": 2, "result_ttl": 60},
+                {"payload_b64": "AAEC/w==", "priority": 5, "backoff": {"base": 1, "max": 60}},
+            ],
         }
     )
 
@@ -191,7 +212,10 @@ class EnqueueBody(NoNulls):
     (``tasks``), as text or as base64 bytes (``*_b64``)."""
 
     model_config = ConfigDict(
-        json_schema_extra=exactly_one("task", "task_b64", "tasks", "tasks_b64")
+        json_schema_extra={
+            **exactly_one("task", "task_b64", "tasks", "tasks_b64"),
+            "examples": [{"task": "resize cat.png"}, {"tasks": ["a", "b"]}],
+        }
     )
 
     task: str | SkipJsonSchema[None] = None
@@ -217,7 +241,9 @@ class EnqueueBody(NoNulls):
 class CancelTasksBody(NoNulls):
     """The task whose every copy is cancelled, as text or base64."""
 
-    model_config = ConfigDict(json_schema_extra=exactly_one("task", "task_b64"))
+    model_config = ConfigDict(
+        json_schema_extra={**exactly_one("task", "task_b64"), "examples": [{"task": "a"}]}
+    )
 
     task: str | SkipJsonSchema[None] = None
     task_b64: Base64 | SkipJsonSchema[None] = None
@@ -245,7 +271,12 @@ class LimitsBody(BaseModel):
     """A change of a job queue's limits: a field left out stays as it is,
     null removes it."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(
+        **_STRICT,
+        json_schema_extra={
+            "examples": [{"rate": {"starts": 20, "seconds": 1}, "max_active": 5}, {"rate": None}]
+        },
+    )
 
     rate: Rate | None = None
     max_active: Annotated[int, Field(ge=1, le=MAX_COUNT), WHOLE] | None = None

@@ -16,6 +16,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -123,9 +124,7 @@ def _guarded(guard: Guard, handler: Handler) -> Handler:
     return guarded
 
 
-def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]:
-    """The endpoints: ``read_guard`` before each read, ``guard`` before each mutation."""
-
+def _overview(log: RecoveryLog) -> Handler:
     async def overview(request: Request) -> Response:
         data = await reads.overview(client_of(request))
         log.observe(data)
@@ -133,69 +132,94 @@ def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]
         data["show_payloads"] = show_payloads(request)
         return JSONResponse(data)
 
-    async def queue(request: Request) -> Response:
-        client = client_of(request)
-        name = await known_queue(request, request.query_params.get("name"))
-        data = await reads.queue_counts(client, name)
-        data["states"] = list(reads.all_states(data["kind"]))
-        data["now"] = await client.server_time()
-        return JSONResponse(data)
+    return overview
 
-    async def jobs(request: Request) -> Response:
-        params = request.query_params
-        name = await job_queue(request, params.get("queue"))
-        state = params.get("state", "queued")
-        if state not in STATES:
-            raise ApiError(400, "bad_request", f"state must be one of {', '.join(STATES)}")
-        limit = params.get("limit", str(DEFAULT_PAGE))
-        if not limit.isdigit() or not 1 <= int(limit) <= MAX_PAGE:
-            raise ApiError(400, "bad_request", f"limit must be 1 to {MAX_PAGE}")
-        page = await reads.jobs_page(
-            client_of(request), name, state, limit=int(limit), cursor=params.get("cursor") or None
-        )
-        return JSONResponse(page)
 
-    async def job(request: Request) -> Response:
-        client = client_of(request)
-        name = await job_queue(request, request.query_params.get("queue"))
-        job_id = _job_id(request.query_params.get("id"))
-        found = await client.get_job(name, job_id)
-        if found is None:
-            raise ApiError(404, "unknown_job", f"no job {job_id!r} on {name!r} (or it was purged)")
-        detail = reads.job_detail(found, show_payloads=show_payloads(request))
-        detail["now"] = await client.server_time()
-        return JSONResponse(detail)
+async def _queue(request: Request) -> Response:
+    client = client_of(request)
+    name = await known_queue(request, request.query_params.get("name"))
+    data = await reads.queue_counts(client, name)
+    data["states"] = list(reads.all_states(data["kind"]))
+    data["now"] = await client.server_time()
+    return JSONResponse(data)
 
-    async def failed(request: Request) -> Response:
-        client = client_of(request)
-        name = await known_queue(request, request.query_params.get("queue"))
-        kind = await client._queue_kind(name)
-        return JSONResponse(
-            await reads.dead_letters(client, name, kind, show_payloads=show_payloads(request))
-        )
 
-    async def retry(request: Request) -> Response:
-        body = await _body(request)
-        name = await job_queue(request, body.get("queue"))
-        done = await client_of(request).retry_job(name, _job_id(body.get("id")))
-        return JSONResponse({"done": done})
+def _page(params: QueryParams) -> tuple[str, int]:
+    """The state and the page size a jobs page asks for."""
+    state = params.get("state", "queued")
+    if state not in STATES:
+        raise ApiError(400, "bad_request", f"state must be one of {', '.join(STATES)}")
+    limit = params.get("limit", str(DEFAULT_PAGE))
+    if not limit.isdigit() or not 1 <= int(limit) <= MAX_PAGE:
+        raise ApiError(400, "bad_request", f"limit must be 1 to {MAX_PAGE}")
+    return state, int(limit)
 
-    async def cancel(request: Request) -> Response:
-        body = await _body(request)
-        name = await job_queue(request, body.get("queue"))
-        done = await client_of(request).cancel_job(name, _job_id(body.get("id")))
-        return JSONResponse({"done": done})
 
-    async def redrive(request: Request) -> Response:
-        name = await known_queue(request, (await _body(request)).get("queue"))
-        return JSONResponse({"moved": await client_of(request).requeue_failed(name)})
+async def _jobs(request: Request) -> Response:
+    params = request.query_params
+    name = await job_queue(request, params.get("queue"))
+    state, limit = _page(params)
+    page = await reads.jobs_page(
+        client_of(request), name, state, limit=limit, cursor=params.get("cursor") or None
+    )
+    return JSONResponse(page)
 
-    async def purge(request: Request) -> Response:
-        name = await known_queue(request, (await _body(request)).get("queue"))
-        return JSONResponse({"purged": await client_of(request).purge_failed(name)})
 
-    reading = {"overview": overview, "queue": queue, "jobs": jobs, "job": job, "failed": failed}
-    changing = {"retry": retry, "cancel": cancel, "redrive": redrive, "purge": purge}
+async def _job(request: Request) -> Response:
+    client = client_of(request)
+    name = await job_queue(request, request.query_params.get("queue"))
+    job_id = _job_id(request.query_params.get("id"))
+    found = await client.get_job(name, job_id)
+    if found is None:
+        raise ApiError(404, "unknown_job", f"no job {job_id!r} on {name!r} (or it was purged)")
+    detail = reads.job_detail(found, show_payloads=show_payloads(request))
+    detail["now"] = await client.server_time()
+    return JSONResponse(detail)
+
+
+async def _failed(request: Request) -> Response:
+    client = client_of(request)
+    name = await known_queue(request, request.query_params.get("queue"))
+    kind = await client._queue_kind(name)
+    return JSONResponse(
+        await reads.dead_letters(client, name, kind, show_payloads=show_payloads(request))
+    )
+
+
+async def _retry(request: Request) -> Response:
+    body = await _body(request)
+    name = await job_queue(request, body.get("queue"))
+    done = await client_of(request).retry_job(name, _job_id(body.get("id")))
+    return JSONResponse({"done": done})
+
+
+async def _cancel(request: Request) -> Response:
+    body = await _body(request)
+    name = await job_queue(request, body.get("queue"))
+    done = await client_of(request).cancel_job(name, _job_id(body.get("id")))
+    return JSONResponse({"done": done})
+
+
+async def _redrive(request: Request) -> Response:
+    name = await known_queue(request, (await _body(request)).get("queue"))
+    return JSONResponse({"moved": await client_of(request).requeue_failed(name)})
+
+
+async def _purge(request: Request) -> Response:
+    name = await known_queue(request, (await _body(request)).get("queue"))
+    return JSONResponse({"purged": await client_of(request).purge_failed(name)})
+
+
+def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]:
+    """The endpoints: ``read_guard`` before each read, ``guard`` before each mutation."""
+    reading = {
+        "overview": _overview(log),
+        "queue": _queue,
+        "jobs": _jobs,
+        "job": _job,
+        "failed": _failed,
+    }
+    changing = {"retry": _retry, "cancel": _cancel, "redrive": _redrive, "purge": _purge}
     routes = [
         Route(f"/ui/api/{path}", _guarded(read_guard, _errors_as_json(handler)), methods=["GET"])
         for path, handler in reading.items()

@@ -57,7 +57,7 @@ async def block(task: str) -> None:
         with redis.Redis.from_url(url) as client:
             first = bool(client.set(f"{RECORD}:ran:{name}", 1, nx=True))
     if first:
-        time.sleep(float(seconds))  # blocks the whole event loop
+        time.sleep(float(seconds))  # noqa: ASYNC251 - blocks the whole event loop, on purpose
     record("returned", name)
 
 
@@ -66,7 +66,7 @@ async def hold(task: str) -> None:
     record("started", task)
     client = redis.asyncio.Redis.from_url(worker.url or os.environ["WORQR_REDIS_URL"])
     try:
-        while not await client.exists(f"{RECORD}:release"):
+        while not await client.exists(f"{RECORD}:release"):  # noqa: ASYNC110 - polls Redis
             await asyncio.sleep(0.05)
     finally:
         await client.aclose()

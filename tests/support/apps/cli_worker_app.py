@@ -90,8 +90,7 @@ def job(task: str) -> None:
 async def session(task: str) -> None:
     record("started", task)
     try:
-        while True:
-            await asyncio.sleep(0.05)
+        await asyncio.Event().wait()  # never set: held until cancelled
     except asyncio.CancelledError:
         record("cancelled", task)
         raise

@@ -60,7 +60,7 @@ def record(event: str, **fields: object) -> None:
     os.write(_fd, (json.dumps(entry) + "\n").encode())
 
 
-class _Hooks(worqr.WorkerHooks):
+class _Hooks(worqr.Hooks):
     def on_fenced(self, queue: str) -> None:
         record("fenced", q=queue)
 

@@ -37,8 +37,7 @@ async def work(payload: str) -> str | None:
         return "slept"
     if kind == "hold":
         worqr.current_job().progress("holding")
-        while True:
-            await asyncio.sleep(0.05)
+        await asyncio.Event().wait()  # never set: held until cancelled
     return None
 
 
