@@ -92,11 +92,7 @@ for i = first_job, #ARGV, 4 do
     redis.call('ZADD', job_applied, now + policy.applied_ttl, member)
     created[#created + 1], created[#created + 2] = 0, record.s
   else
-    if record then
-      forget_life(J, id, record)
-    end
-    local life = redis.call('INCR', J.seq)
-    local entry = entry_of(id, life)
+    local life, entry = new_life(J, id, record)
     record = {
       l = life, n = member, c = now, a = 0, f = 0, r = 0, P = options.P or 0,
       R = options.R, B = options.B, T = options.T, k = options.k,

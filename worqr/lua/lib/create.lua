@@ -1,16 +1,21 @@
 -- lib/create: create one job by its id, the rule job_submit and a schedule's
--- fire share (job_flow_submit shares its parts).
+-- fire share (job_flow_submit shares its parts: new_life, place_new).
 --!include jobs
 --!include counters
 --!include ready
 
--- forget_life(J, id, record): a terminal job's old life ends (a new one starts
---   under its id): out of its index, result and progress gone, uncounted
-local function forget_life(J, id, record)
-  redis.call('ZREM', J[state_name(record.s)], id)
-  redis.call('HDEL', J.result, id)
-  redis.call('HDEL', J.progress, id)
-  tally(J, record.s, -1)
+-- new_life(J, id, old) -> life, entry: a new life of job `id`, the queue's next
+--   number; the old one (a terminal record, or nil) ends: out of its index, its
+--   result and progress gone, no longer counted
+local function new_life(J, id, old)
+  if old then
+    redis.call('ZREM', J[state_name(old.s)], id)
+    redis.call('HDEL', J.result, id)
+    redis.call('HDEL', J.progress, id)
+    tally(J, old.s, -1)
+  end
+  local life = redis.call('INCR', J.seq)
+  return life, entry_of(id, life)
 end
 
 -- place_new(J, record, entry, due, now): a new life, delayed until `due` or queued
@@ -50,11 +55,7 @@ local function create_job(J, id, nonce, payload, options, now)
       end
     end
   end
-  if record then
-    forget_life(J, id, record)
-  end
-  local life = redis.call('INCR', J.seq)
-  local entry = entry_of(id, life)
+  local life, entry = new_life(J, id, record)
   record = {
     l = life, n = nonce, c = now, a = 0, f = 0, r = 0, P = options.P or 0,
     R = options.R, B = options.B, T = options.T, k = options.k, u = options.u,
