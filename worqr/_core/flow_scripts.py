@@ -33,11 +33,7 @@ def job_flow_submit(
             keys.config,
             keys.stats,
             keys.job_applied,
-            keys.job_outbox,
-            keys.job_outbox_data,
-            keys.job_outbox_body,
-            keys.job_waiting,
-            keys.job_flow_live,
+            *keys.flow_keys,
         ),
         (keys.wake_prefix, publish, policy, queue, *(field for job in jobs for field in job)),
     )

@@ -2,16 +2,20 @@
 
 Each script lives in ``worqr/lua/<name>.lua``, one operation per file, headed by
 its KEYS/ARGV contract. Pieces several scripts share live once in
-``worqr/lua/lib/<piece>.lua`` and are pulled in by a ``--!include <piece>`` line,
-expanded here when a script is first loaded (so what Redis runs, and the SHA1 it
-knows it by, is the expanded text). This is the one place that knows the error
-codes.
+``worqr/lua/lib/<piece>.lua``. A script names the pieces it uses with
+``--!include <piece>`` lines, and a piece names the pieces it uses the same way:
+when a script is first loaded, the include graph is resolved here, once, and
+every piece the script needs is put in place of its first include line, each
+once, each after the pieces it includes (so what Redis runs, and the SHA1 it
+knows it by, is the expanded text). An unknown piece or a cycle is an
+`IncludeError`. This is the one place that knows the error codes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 
@@ -21,6 +25,13 @@ from .._errors import LeaseLostError, WorqrError, WrongQueueKindError
 from .server_errors import server_error
 
 INCLUDE = re.compile(r"^--!include (\w+)[ \t]*$", re.MULTILINE)
+_ANY_INCLUDE = re.compile(r"^--!include\b.*$", re.MULTILINE)
+_INCLUDE_LINE = re.compile(r"^--!include \w+[ \t]*(?:\n|$)", re.MULTILINE)
+
+
+class IncludeError(ValueError):
+    """A script or piece includes a piece that does not exist, or pieces include
+    each other in a cycle (the message names the chain)."""
 
 
 class IdTakenError(WorqrError):
@@ -82,23 +93,76 @@ def raw_source(name: str) -> str:
     return _read(f"{name}.lua")
 
 
+def includes(text: str) -> list[str]:
+    """The pieces a script or piece names in its ``--!include`` lines, in order."""
+    return INCLUDE.findall(text)
+
+
+def include_order(wanted: Sequence[str], read: Callable[[str], str], who: str) -> list[str]:
+    """Every piece `wanted` needs, each once, each after the pieces it includes
+    (depth first, in the order the include lines name them). ``read`` gives a
+    piece's text; ``who`` names the includer in errors."""
+    order: list[str] = []
+    done: set[str] = set()
+
+    def visit(piece: str, path: tuple[str, ...]) -> None:
+        if piece in done:
+            return
+        if piece in path:
+            cycle = " -> ".join((*path[path.index(piece) :], piece))
+            raise IncludeError(f"lua/lib pieces include each other: {cycle}")
+        try:
+            text = read(piece)
+        except FileNotFoundError:
+            includer = f"lua/lib/{path[-1]}.lua" if path else f"lua/{who}.lua"
+            raise IncludeError(
+                f"{includer} includes {piece!r}: there is no lua/lib/{piece}.lua"
+            ) from None
+        for needed in includes(text):
+            visit(needed, (*path, piece))
+        done.add(piece)
+        order.append(piece)
+
+    for piece in wanted:
+        visit(piece, ())
+    return order
+
+
+def _checked(text: str, where: str) -> str:
+    """``text``, once every line that starts ``--!include`` is a well-formed include."""
+    for line in _ANY_INCLUDE.findall(text):
+        if not INCLUDE.fullmatch(line):
+            raise IncludeError(f"{where}: {line!r} is no include line (--!include <piece>)")
+    return text
+
+
+def expand(text: str, read: Callable[[str], str], who: str = "script") -> str:
+    """``text`` with every piece it needs in place of its first include line, in
+    dependency order, each once; the include lines themselves go."""
+    first = INCLUDE.search(text)
+    if first is None:
+        return text
+    texts: dict[str, str] = {}
+
+    def once(piece: str) -> str:  # each piece read once, checked once
+        if piece not in texts:
+            texts[piece] = _checked(read(piece), f"lua/lib/{piece}.lua")
+        return texts[piece]
+
+    _checked(text, f"lua/{who}.lua")
+    pieces = [
+        _INCLUDE_LINE.sub("", once(piece)).rstrip("\n")
+        for piece in include_order(includes(text), once, who)
+    ]
+    rest = _INCLUDE_LINE.sub("", text[first.start() :])
+    return text[: first.start()] + "\n".join(pieces) + "\n" + rest
+
+
 @cache
 def source(name: str) -> str:
-    """The text Redis runs: the script with each included piece in place of its
-    ``--!include`` line (each piece once, even when pieces include pieces)."""
-    included: set[str] = set()
-
-    def expand(text: str) -> str:
-        def piece(match: re.Match[str]) -> str:
-            wanted = match.group(1)
-            if wanted in included:
-                return f"-- ({wanted} is included above)"
-            included.add(wanted)
-            return expand(_read("lib", f"{wanted}.lua")).rstrip("\n")
-
-        return INCLUDE.sub(piece, text)
-
-    return expand(raw_source(name))
+    """The text Redis runs: the script with the pieces it needs in place of its
+    ``--!include`` lines (each once, after the pieces it includes)."""
+    return expand(raw_source(name), raw_lib, name)
 
 
 @cache

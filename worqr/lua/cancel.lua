@@ -24,7 +24,7 @@ local task = ARGV[1]
 local events = ARGV[2]
 local publish = publish_command(ARGV[3])
 
-local refused = not_a_job_queue(config)
+local refused = wrong_kind(config, 'tasks')
 if refused then
   return refused
 end

@@ -24,8 +24,8 @@
 --   WORQR_JOB_QUEUE when count > 0 and the queue is a job queue.
 -- Events: none.
 --!include end_process
+--!include admit
 --!include take
---!include kind
 local tasks = KEYS[1]
 local processes = KEYS[2]
 local owned = KEYS[3]
@@ -40,15 +40,10 @@ local pid_prefix = ARGV[2]
 local count = tonumber(ARGV[3])
 local first_pid = 4  -- ARGV[4..n] pids
 
-local resent = count > 0 and already_taken(processes, pid_prefix, 0)
-if count > 0 and not resent then
-  if redis.call('SISMEMBER', members, worker) == 0 then
-    return redis.error_reply('WORQR_NOT_MEMBER')
-  end
-  local refused = not_a_job_queue(config)
-  if refused then
-    return refused
-  end
+local Q = {tasks = tasks, processes = processes, members = members, config = config}
+local resent, refused = admit_take(Q, 'tasks', worker, pid_prefix, 0, count)
+if refused then
+  return refused
 end
 
 local finished = {}

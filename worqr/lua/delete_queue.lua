@@ -5,21 +5,7 @@
 -- them first, so each reports). Its outbox stays until relayed (it empties,
 -- and so goes, as relays ack), and job_applied expires after applied_ttl_ms
 -- (a late resend of a flow hop that created a job here creates nothing).
--- KEYS[1] tasks          list    ready entries at priority 0; the right end is the front
--- KEYS[2] job_prio       zset    ready entries with a priority
--- KEYS[3] job_seq        string  lives and priority order
--- KEYS[4] jobs           hash    id -> record
--- KEYS[5] job_data       hash    id -> payload
--- KEYS[6] job_result     hash    id -> result
--- KEYS[7] job_progress   hash    id -> last progress value
--- KEYS[8] job_delayed    zset    delayed entries by due ms
--- KEYS[9] job_retrying   zset    retrying entries by due ms
--- KEYS[10] job_finished  zset    finished ids by purge ms
--- KEYS[11] job_failed    zset    failed ids by purge ms
--- KEYS[12] job_cancelled zset    cancelled ids by purge ms
--- KEYS[13] job_unique    hash    unique marker -> id#life
--- KEYS[14] job_counts    hash    state -> count
--- KEYS[15] job_timer     hash    the member told when due work comes next
+-- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] processes     hash    process id -> task or entry
 -- KEYS[17] members       set     workers allowed to take from this queue
 -- KEYS[18] idle          set     workers of this queue waiting for work
@@ -43,6 +29,7 @@
 -- Events: 'delete' on events; 'deleted' on notify (waiters find their jobs gone).
 --!include publish
 --!include job_keys
+local J = job_keys()
 local processes = KEYS[16]
 local members = KEYS[17]
 local idle = KEYS[18]
@@ -66,9 +53,9 @@ if redis.call('ZCARD', job_flow_live) > 0 then
 end
 redis.call('PEXPIRE', job_applied, applied_ttl_ms)
 
-local deleted = redis.call('UNLINK', tasks, job_prio, job_seq, jobs, job_data, job_result,
-  job_progress, job_delayed, job_retrying, job_finished, job_failed, job_cancelled,
-  job_unique, job_counts, job_timer)
+local deleted = redis.call('UNLINK', J.tasks, J.prio, J.seq, J.jobs, J.data, J.result,
+  J.progress, J.delayed, J.retrying, J.finished, J.failed, J.cancelled, J.unique, J.counts,
+  J.timer)
 deleted = deleted + redis.call('UNLINK', processes, members, idle, recoveries, failed, config,
   stats, seq, job_flow, job_waiting)
 for i = first_owned, #KEYS do

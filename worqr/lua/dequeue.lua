@@ -19,8 +19,8 @@
 -- Errors: WORQR_NOT_MEMBER when the worker is not (or no longer) a member of the queue;
 --   WORQR_JOB_QUEUE when the queue is a job queue.
 -- Events: none.
+--!include admit
 --!include take
---!include kind
 local tasks = KEYS[1]
 local processes = KEYS[2]
 local owned = KEYS[3]
@@ -34,13 +34,11 @@ local pid_prefix = ARGV[2]
 local count = tonumber(ARGV[3])
 local first = tonumber(ARGV[4])
 
-if already_taken(processes, pid_prefix, first) then
+local Q = {tasks = tasks, processes = processes, members = members, config = config}
+local resent, refused = admit_take(Q, 'tasks', worker, pid_prefix, first, count)
+if resent then
   return replay_take(processes, pid_prefix, first, count)
 end
-if redis.call('SISMEMBER', members, worker) == 0 then
-  return redis.error_reply('WORQR_NOT_MEMBER')
-end
-local refused = not_a_job_queue(config)
 if refused then
   return refused
 end

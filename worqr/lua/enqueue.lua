@@ -20,7 +20,7 @@ local wake_prefix = ARGV[1]
 local publish = publish_command(ARGV[2])
 local first_task = 3  -- ARGV[3..n] tasks
 
-local refused = make_task_queue(config)
+local refused = claim_kind(config, 'tasks')
 if refused then
   return refused
 end

@@ -10,7 +10,7 @@
 -- Reply: 1 when added (or marked), 0 when it existed (or, to mark, did not).
 -- Errors: none.
 -- Events: none.
---!include jobs
+--!include clock
 local flows = KEYS[1]
 local flows_purge = KEYS[2]
 local mode = ARGV[1]

@@ -1,27 +1,8 @@
 -- job_cancel: cancel one job that is delayed, queued, retrying or active.
--- KEYS[1] tasks          list    ready entries at priority 0; the right end is the front
--- KEYS[2] job_prio       zset    ready entries with a priority
--- KEYS[3] job_seq        string  lives and priority order
--- KEYS[4] jobs           hash    id -> record
--- KEYS[5] job_data       hash    id -> payload
--- KEYS[6] job_result     hash    id -> result
--- KEYS[7] job_progress   hash    id -> last progress value
--- KEYS[8] job_delayed    zset    delayed entries by due ms
--- KEYS[9] job_retrying   zset    retrying entries by due ms
--- KEYS[10] job_finished  zset    finished ids by purge ms
--- KEYS[11] job_failed    zset    failed ids by purge ms
--- KEYS[12] job_cancelled zset    cancelled ids by purge ms
--- KEYS[13] job_unique    hash    unique marker -> id#life
--- KEYS[14] job_counts    hash    state -> count
--- KEYS[15] job_timer     hash    the member told when due work comes next
+-- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] processes     hash    process id -> entry
 -- KEYS[17] stats         hash    lifetime counters of the queue, by event
--- KEYS[18] job_outbox    zset    operations for other queues -> when a relay may take them
--- KEYS[19] job_outbox_data hash  operation id -> header JSON
--- KEYS[20] job_outbox_body hash  operation id -> body (a result passed on)
--- KEYS[21] job_flow      hash    parent#life|i -> child i's outcome
--- KEYS[22] job_waiting   zset    flow parents waiting for their children
--- KEYS[23] job_flow_live zset    live flow jobs of this queue -> created ms (lib/flow)
+-- KEYS[18..23] flow_keys the queue's flow keys (lib/flow)
 -- ARGV[1] id
 -- ARGV[2] nonce             unique per call: a resend answers as the first call did
 -- ARGV[3] events            broadcast channel of the queue
@@ -35,20 +16,15 @@
 -- Events: 'cancel:<pid>' on events for an active job; 'done:<id>' on notify when
 --   someone waits for it.
 --!include publish
---!include jobs
---!include ready
---!include flow
---!include terminal
---!include cancel
+--!include clock
 --!include job_keys
+--!include flow
+--!include jobs
+--!include cancel
+local J = job_keys()
 local processes = KEYS[16]
 local stats = KEYS[17]
-local job_outbox = KEYS[18]
-local job_outbox_data = KEYS[19]
-local job_outbox_body = KEYS[20]
-local job_flow = KEYS[21]
-local job_waiting = KEYS[22]
-local job_flow_live = KEYS[23]
+flow_keys(J, 18)
 
 local id = ARGV[1]
 local nonce = ARGV[2]
@@ -57,22 +33,20 @@ local publish = publish_command(ARGV[4])
 local notify = ARGV[5]
 local policy = cjson.decode(ARGV[6])
 J.stats, J.notify = stats, notify
-J.outbox, J.outbox_data, J.outbox_body = job_outbox, job_outbox_data, job_outbox_body
-J.flow, J.waiting, J.flow_live = job_flow, job_waiting, job_flow_live
 
 local now = now_ms()
-local record = load_job(jobs, id)
-if not record or (record.X and record.X <= now) then
+local record = load_job(J.jobs, id, now)
+if not record then
   return {0, ''}
 end
 if record.z == nonce then
   return {1, record.zs}  -- a resend of the call that cancelled it
 end
-if not LIVE[record.s] then
+if not is_live(record) then
   return {0, record.s}
 end
 local previous = cancel_job(J, id, record, now, policy, publish, processes, events)
 record.z = nonce
 record.zs = previous
-save_job(jobs, id, record)
-return {1, previous, FLOW_OPS}
+save_job(J.jobs, id, record)
+return {1, previous, J.ops}

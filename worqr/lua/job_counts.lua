@@ -10,7 +10,7 @@
 --   'overdue', the delayed and retrying jobs already due (not yet promoted).
 -- Errors: none.
 -- Events: none.
---!include jobs
+--!include clock
 local job_counts = KEYS[1]
 local job_finished = KEYS[2]
 local job_failed = KEYS[3]

@@ -10,7 +10,7 @@ local config = KEYS[1]
 local tasks = KEYS[2]
 local processes = KEYS[3]
 
-local refused = make_job_queue(config, tasks, processes)
+local refused = claim_kind(config, 'jobs', tasks, processes)
 if refused then
   return refused
 end

@@ -26,7 +26,7 @@ local max_active = ARGV[3]
 local wake_prefix = ARGV[4]
 local publish = publish_command(ARGV[5])
 
-local refused = make_job_queue(config, tasks, processes)
+local refused = claim_kind(config, 'jobs', tasks, processes)
 if refused then
   return refused
 end

@@ -5,7 +5,7 @@
 -- Reply: {entries, overdue_ms}
 -- Errors: none.
 -- Events: none.
---!include jobs
+--!include clock
 local job_outbox = KEYS[1]
 
 local head = redis.call('ZRANGE', job_outbox, 0, 0, 'WITHSCORES')

@@ -10,7 +10,7 @@
 -- Reply: flat, three per operation: op id, header, body ('' when none).
 -- Errors: none.
 -- Events: none.
---!include jobs
+--!include clock
 local job_outbox = KEYS[1]
 local job_outbox_data = KEYS[2]
 local job_outbox_body = KEYS[3]

@@ -1,21 +1,7 @@
 -- job_redrive: give up to `count` failed jobs a new life, queued again, oldest
 --   failure first; jobs whose unique marker another live job holds are skipped.
 --   Run it with a growing `skip` (the skipped so far) until `remaining` is 0.
--- KEYS[1] tasks          list    ready entries at priority 0; the right end is the front
--- KEYS[2] job_prio       zset    ready entries with a priority
--- KEYS[3] job_seq        string  lives and priority order
--- KEYS[4] jobs           hash    id -> record
--- KEYS[5] job_data       hash    id -> payload
--- KEYS[6] job_result     hash    id -> result
--- KEYS[7] job_progress   hash    id -> last progress value
--- KEYS[8] job_delayed    zset    delayed entries by due ms
--- KEYS[9] job_retrying   zset    retrying entries by due ms
--- KEYS[10] job_finished  zset    finished ids by purge ms
--- KEYS[11] job_failed    zset    failed ids by purge ms
--- KEYS[12] job_cancelled zset    cancelled ids by purge ms
--- KEYS[13] job_unique    hash    unique marker -> id#life
--- KEYS[14] job_counts    hash    state -> count
--- KEYS[15] job_timer     hash    the member told when due work comes next
+-- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] idle          set     members waiting for work
 -- KEYS[17] stats         hash    lifetime counters of the queue, by event
 -- ARGV[1] count             failed jobs looked at, at most, by this call
@@ -27,32 +13,35 @@
 -- Events: 'work:<moved>' on the wake channel of each idle worker woken (at most one per job).
 --!include publish
 --!include wake
---!include jobs
---!include ready
---!include revive
+--!include clock
 --!include job_keys
+--!include jobs
+--!include counters
+--!include revive
+local J = job_keys()
 local idle = KEYS[16]
 local stats = KEYS[17]
 local count = tonumber(ARGV[1])
 local skip = tonumber(ARGV[2])
 local wake_prefix = ARGV[3]
 local publish = publish_command(ARGV[4])
+J.stats = stats
 
 local now = now_ms()
 local moved = 0
 local skipped = 0
-for _, id in ipairs(redis.call('ZRANGE', job_failed, skip, skip + count - 1)) do
-  local record = load_job(jobs, id)
+for _, id in ipairs(redis.call('ZRANGE', J.failed, skip, skip + count - 1)) do
+  local record = load_job(J.jobs, id)
   if not record then
-    redis.call('ZREM', job_failed, id)  -- a stray member: nothing to revive
+    redis.call('ZREM', J.failed, id)  -- a stray member: nothing to revive
   elseif not (record.X and record.X <= now) and revive(J, id, record, now) then
     moved = moved + 1
   else
     skipped = skipped + 1  -- its marker is held, or it is past its purge time
   end
 end
-stat(stats, 'redriven', moved)
+stat(J, 'redriven', moved)
 if moved > 0 then
   wake_idle(idle, wake_prefix, publish, moved)
 end
-return {moved, skipped, math.max(0, redis.call('ZCARD', job_failed) - skip - skipped)}
+return {moved, skipped, math.max(0, redis.call('ZCARD', J.failed) - skip - skipped)}

@@ -3,29 +3,13 @@
 --   and last fire stay, and only fire times it lacks are added. A changed spec
 --   replaces it from now (a new anchor, the given buffer), keeping the last fire
 --   consumed so no fire time runs twice.
--- KEYS[1] tasks          list    ready entries at priority 0; the right end is the front
--- KEYS[2] job_prio       zset    ready entries with a priority
--- KEYS[3] job_seq        string  lives and priority order
--- KEYS[4] jobs           hash    id -> record
--- KEYS[5] job_data       hash    id -> payload
--- KEYS[6] job_result     hash    id -> result
--- KEYS[7] job_progress   hash    id -> last progress value
--- KEYS[8] job_delayed    zset    delayed entries by due ms
--- KEYS[9] job_retrying   zset    retrying entries by due ms
--- KEYS[10] job_finished  zset    finished ids by purge ms
--- KEYS[11] job_failed    zset    failed ids by purge ms
--- KEYS[12] job_cancelled zset    cancelled ids by purge ms
--- KEYS[13] job_unique    hash    unique marker -> id#life
--- KEYS[14] job_counts    hash    state -> count
--- KEYS[15] job_timer     hash    the member told when due work comes next
+-- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] processes     hash    process id -> entry (a task queue's: its tasks)
 -- KEYS[17] members       set     workers of this queue
 -- KEYS[18] idle          set     members waiting for work
 -- KEYS[19] config        hash    per-queue options; 'kind' is 'jobs' on a job queue
 -- KEYS[20] stats         hash    lifetime counters of the queue, by event
--- KEYS[21] job_sched     hash    schedule name -> spec (lib/schedule)
--- KEYS[22] job_sched_next zset   schedule names by next fire ms
--- KEYS[23] job_sched_data hash   schedule name -> payload of its jobs
+-- KEYS[21..23] sched_keys the queue's schedule keys (lib/schedule)
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[3] policy            JSON: retention and budgets in ms (JobSettings.policy)
@@ -39,21 +23,19 @@
 -- Errors: WORQR_TASK_QUEUE when the queue holds tasks (it is a task queue).
 -- Events: 'due:<ms>' to the member told when due work comes next.
 --!include publish
---!include jobs
---!include ready
---!include promote
---!include create
---!include schedule
---!include kind
+--!include clock
 --!include job_keys
+--!include schedule
+--!include fires
+--!include timer
+--!include kind
+local J = job_keys()
 local processes = KEYS[16]
 local members = KEYS[17]
 local idle = KEYS[18]
 local config = KEYS[19]
 local stats = KEYS[20]
-local job_sched = KEYS[21]
-local job_sched_next = KEYS[22]
-local job_sched_data = KEYS[23]
+sched_keys(J, 21)
 local wake_prefix = ARGV[1]
 local publish = publish_command(ARGV[2])
 local policy = cjson.decode(ARGV[3])
@@ -62,19 +44,15 @@ local spec = cjson.decode(ARGV[5])
 local payload = ARGV[6]
 local first_fire = 7  -- ARGV[7..n] fires
 J.members, J.idle, J.stats = members, idle, stats
-J.sched, J.sched_next, J.sched_data = job_sched, job_sched_next, job_sched_data
 
-local refused = make_job_queue(config, tasks, processes)
+local refused = claim_kind(config, 'jobs', J.tasks, processes)
 if refused then
   return refused
 end
 local now = now_ms()
-local fires = {}
-for i = first_fire, #ARGV do
-  fires[#fires + 1] = tonumber(ARGV[i])
-end
+local fires = read_fires(ARGV, first_fire)
 
-local raw = redis.call('HGET', job_sched, name)
+local raw = redis.call('HGET', J.sched, name)
 local old = raw and cjson.decode(raw)
 if old and old.v == spec.v then
   if old.c and merge_fires(old, fires) > 0 then
@@ -94,7 +72,7 @@ else
   spec.f = {}
   merge_fires(spec, fires)
 end
-redis.call('HSET', job_sched_data, name, payload)
+redis.call('HSET', J.sched_data, name, payload)
 save_schedule(J, name, spec, now)
 arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
 return {old and 2 or 1, spec.n or -1}

@@ -3,21 +3,7 @@
 -- did; a live job with this id (or, with a unique marker, with this payload)
 -- makes this one a duplicate and nothing is written; a terminal one starts a new
 -- life. The job is queued (due now) or delayed (due later, by Redis's clock).
--- KEYS[1] tasks          list    ready entries at priority 0 (push left, pop right)
--- KEYS[2] job_prio       zset    ready entries with a priority
--- KEYS[3] job_seq        string  lives and priority order
--- KEYS[4] jobs           hash    id -> record
--- KEYS[5] job_data       hash    id -> payload
--- KEYS[6] job_result     hash    id -> result
--- KEYS[7] job_progress   hash    id -> last progress value
--- KEYS[8] job_delayed    zset    delayed entries by due ms
--- KEYS[9] job_retrying   zset    retrying entries by due ms
--- KEYS[10] job_finished  zset    finished ids by purge ms
--- KEYS[11] job_failed    zset    failed ids by purge ms
--- KEYS[12] job_cancelled zset    cancelled ids by purge ms
--- KEYS[13] job_unique    hash    unique marker -> id#life
--- KEYS[14] job_counts    hash    state -> count
--- KEYS[15] job_timer     hash    the member told when due work comes next
+-- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] processes     hash    process id -> entry (a task queue's: its tasks)
 -- KEYS[17] members       set     workers of this queue
 -- KEYS[18] idle          set     members waiting for work
@@ -36,13 +22,13 @@
 -- Events: 'work:<n>' to at most one idle worker per job queued now; 'due:<ms>' to
 --   the member told when the next delayed job is due.
 --!include publish
---!include wake
---!include jobs
---!include ready
---!include promote
---!include create
---!include kind
+--!include clock
 --!include job_keys
+--!include kind
+--!include counters
+--!include create
+--!include announce
+local J = job_keys()
 local processes = KEYS[16]
 local members = KEYS[17]
 local idle = KEYS[18]
@@ -54,7 +40,7 @@ local policy = cjson.decode(ARGV[3])
 local first_job = 4  -- ARGV[4..n] jobs
 J.members, J.idle, J.stats = members, idle, stats
 
-local refused = make_job_queue(config, tasks, processes)
+local refused = claim_kind(config, 'jobs', J.tasks, processes)
 if refused then
   return refused
 end
@@ -81,12 +67,7 @@ for i = first_job, #ARGV, 4 do
   reply[#reply + 1] = answer
 end
 
-stat(stats, 'submitted', submitted)
-stat(stats, 'deduplicated', duplicates)
-if ready > 0 then
-  wake_idle(idle, wake_prefix, publish, ready)
-end
-if delayed > 0 then
-  arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
-end
+stat(J, 'submitted', submitted)
+stat(J, 'deduplicated', duplicates)
+announce(J, ready, delayed, now, wake_prefix, publish, policy.timer_grace)
 return reply

@@ -11,6 +11,7 @@
 --   {record JSON (both fields merged), payload or false, result or false, progress or false, server ms}.
 -- Errors: none.
 -- Events: none.
+--!include clock
 --!include jobs
 local jobs = KEYS[1]
 local job_data = KEYS[2]
@@ -21,14 +22,11 @@ local watch = ARGV[2] == '1'
 local with_payload = ARGV[3] == '1'
 
 local now = now_ms()
-local record = load_job(jobs, id)
+local record = load_job(jobs, id, now)
 if not record then
-  return nil
+  return nil  -- none, or past its purge time (logically gone)
 end
-if record.X and record.X <= now then
-  return nil  -- logically gone: retention is exact to the millisecond
-end
-if watch and LIVE[record.s] and not record.w then
+if watch and is_live(record) and not record.w then
   record.w = 1
   save_job(jobs, id, record)
 end

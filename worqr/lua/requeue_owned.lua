@@ -25,9 +25,8 @@
 -- Errors: WORQR_JOB_QUEUE when the queue is a job queue (job_requeue_owned is its version).
 -- Events: 'work:<requeued>' on the wake channel of each idle worker woken (at most one per task).
 --!include publish
---!include wake
 --!include end_process
---!include kind
+--!include release
 local tasks = KEYS[1]
 local processes = KEYS[2]
 local owned = KEYS[3]
@@ -45,20 +44,14 @@ local failed_max = tonumber(ARGV[5])
 local wake_prefix = ARGV[6]
 local publish = publish_command(ARGV[7])
 
-local refused = not_a_job_queue(config)
+local refused = start_release('tasks', config, members, idle, worker, mode)
 if refused then
   return refused
 end
 
-if mode ~= 'release' then
-  -- Fence first: from now on this worker cannot dequeue from the queue.
-  redis.call('SREM', members, worker)
-  redis.call('SREM', idle, worker)
-end
-
 local requeued = 0
 local dead_lettered = 0
-for _, pid in ipairs(redis.call('ZREVRANGE', owned, 0, chunk - 1)) do
+for _, pid in ipairs(newest_owned(owned, chunk)) do
   -- No task: the process was finished or cancelled meanwhile; nothing to return.
   local task = end_process(processes, owned, pid)
   if task then
@@ -78,10 +71,7 @@ for _, pid in ipairs(redis.call('ZREVRANGE', owned, 0, chunk - 1)) do
   end
 end
 
-if requeued > 0 then
-  redis.call('HINCRBY', stats, mode == 'fail' and 'recovered' or 'released', requeued)
-  wake_idle(idle, wake_prefix, publish, requeued)
-end
+returned(stats, idle, wake_prefix, publish, mode, requeued)
 if dead_lettered > 0 then
   redis.call('HINCRBY', stats, 'dead_lettered', dead_lettered)
 end

@@ -1,5 +1,15 @@
--- lib/cancel: cancelling a live job. (needs lib/jobs, lib/ready, lib/terminal;
--- J.waiting for a flow parent)
+-- lib/cancel: cancelling a live job. J as in lib/terminal.
+--!include jobs
+--!include terminal
+
+-- unready(prio, record, entry): take a queued job out of the ready
+-- structures (a cancel). A priority-0 entry stays in the list as a tombstone
+-- that takes skip (removing it from the middle of a list is O(n)).
+local function unready(prio, record, entry)
+  if (record.P or 0) ~= 0 then
+    redis.call('ZREM', prio, entry)
+  end
+end
 
 -- cancel_job(J, id, record, now, policy, publish, processes, events) -> its previous state
 --   Out of its index: a queued job's list entry stays as a tombstone takes skip; an

@@ -1,8 +1,35 @@
--- lib/create: create one job by its id, the rule `job_submit` and a schedule's
--- fire share.
--- J as in lib/job_keys. (needs lib/jobs, lib/ready)
+-- lib/create: create one job by its id, the rule job_submit and a schedule's
+-- fire share (job_flow_submit shares its parts: new_life, place_new).
+--!include jobs
+--!include counters
+--!include ready
 
-local ENDED_INDEX = {f = 'finished', x = 'failed', c = 'cancelled'}
+-- new_life(J, id, old) -> life, entry: a new life of job `id`, the queue's next
+--   number; the old one (a terminal record, or nil) ends: out of its index, its
+--   result and progress gone, no longer counted
+local function new_life(J, id, old)
+  if old then
+    redis.call('ZREM', J[state_name(old.s)], id)
+    redis.call('HDEL', J.result, id)
+    redis.call('HDEL', J.progress, id)
+    tally(J, old.s, -1)
+  end
+  local life = redis.call('INCR', J.seq)
+  return life, entry_of(id, life)
+end
+
+-- place_new(J, record, entry, due, now): a new life, delayed until `due` or queued
+local function place_new(J, record, entry, due, now)
+  if due > now then
+    record.s = 'd'
+    record.v = due
+    redis.call('ZADD', J.delayed, due, entry)
+  else
+    record.s = 'q'
+    record.v = now
+    push_ready(J.tasks, J.prio, J.seq, record, entry, false)
+  end
+end
 
 -- create_job(J, id, nonce, payload, options, now) -> {id, created, state}, new
 --   (new: true when this call wrote the job)
@@ -16,7 +43,7 @@ local function create_job(J, id, nonce, payload, options, now)
   local record = load_job(J.jobs, id)
   if record and record.n == nonce then
     return {id, 1, record.s}  -- a resend: what the first call did
-  elseif record and LIVE[record.s] then
+  elseif is_live(record) then
     return {id, 0, record.s}
   elseif options.u then
     local holder = redis.call('HGET', J.unique, options.u)
@@ -28,15 +55,7 @@ local function create_job(J, id, nonce, payload, options, now)
       end
     end
   end
-  if record then  -- terminal: its old life ends here
-    redis.call('ZREM', J[ENDED_INDEX[record.s]], id)
-    redis.call('HDEL', J.result, id)
-    redis.call('HDEL', J.progress, id)
-    tally(J.counts, record.s, -1)
-  end
-  local life = redis.call('INCR', J.seq)
-  local entry = entry_of(id, life)
-  local due = options.A or (now + (options.d or 0))
+  local life, entry = new_life(J, id, record)
   record = {
     l = life, n = nonce, c = now, a = 0, f = 0, r = 0, P = options.P or 0,
     R = options.R, B = options.B, T = options.T, k = options.k, u = options.u,
@@ -45,16 +64,8 @@ local function create_job(J, id, nonce, payload, options, now)
   if options.u then
     redis.call('HSET', J.unique, options.u, entry)
   end
-  if due > now then
-    record.s = 'd'
-    record.v = due
-    redis.call('ZADD', J.delayed, due, entry)
-  else
-    record.s = 'q'
-    record.v = now
-    push_ready(J.tasks, J.prio, J.seq, record, entry, false)
-  end
-  tally(J.counts, record.s, 1)
+  place_new(J, record, entry, options.A or (now + (options.d or 0)), now)
+  tally(J, record.s, 1)
   save_job(J.jobs, id, record)
   return {id, 1, record.s}, true
 end

@@ -4,12 +4,27 @@
 -- 'cancel'; q the target queue; i the target job id; ...) and a body (raw bytes:
 -- a result to pass on, or nothing). A relay applies it in the target queue's slot
 -- (idempotently: job_flow_submit, job_child_done, job_flow_cancel), then acks it
--- here. Every operation written by this call is also in FLOW_OPS (op id, header,
--- body), which the script replies, so the caller relays at once.
--- J adds: outbox, outbox_data, outbox_body, flow, waiting, flow_live (live flow
--- jobs: job_flow_submit adds each, flow_ended removes it). (needs lib/jobs)
+-- here. Every operation written by this call is also in J.ops (op id, header,
+-- body, flat), which the script replies, so the caller relays at once.
+-- The flow keys, a block (lib/job_keys) bound by flow_keys(J, i):
+--   +0  job_outbox       zset  operations for other queues -> when a relay may take them
+--   +1  job_outbox_data  hash  operation id -> header JSON
+--   +2  job_outbox_body  hash  operation id -> body (a result passed on)
+--   +3  job_flow         hash  parent#life|i -> child i's outcome
+--   +4  job_waiting      zset  flow parents waiting for their children -> created ms
+--   +5  job_flow_live    zset  live flow jobs of this queue -> created ms
+--!include jobs
 
-local FLOW_OPS = {}
+-- flow_keys(J, first): KEYS[first..first+5] in J, and J.ops
+local function flow_keys(J, first)
+  J.outbox = KEYS[first]
+  J.outbox_data = KEYS[first + 1]
+  J.outbox_body = KEYS[first + 2]
+  J.flow = KEYS[first + 3]
+  J.waiting = KEYS[first + 4]
+  J.flow_live = KEYS[first + 5]
+  J.ops = {}
+end
 
 -- put_op(J, op, header, body, now, policy): an operation in the outbox, visible to
 --   relays of stragglers after the relay lease (the caller relays it at once).
@@ -20,27 +35,15 @@ local function put_op(J, op, header, body, now, policy)
   if body ~= '' then
     redis.call('HSET', J.outbox_body, op, body)
   end
-  FLOW_OPS[#FLOW_OPS + 1] = op
-  FLOW_OPS[#FLOW_OPS + 1] = data
-  FLOW_OPS[#FLOW_OPS + 1] = body
+  local ops = J.ops
+  ops[#ops + 1] = op
+  ops[#ops + 1] = data
+  ops[#ops + 1] = body
 end
 
 -- child_field(parent_entry, i) -> the `flow` hash field of child i's outcome
 local function child_field(parent_entry, i)
   return parent_entry .. '|' .. i
-end
-
--- forget_children(J, entry, count): a parent's life ended: its children's
---   outcomes go (in chunks: HDEL takes many fields).
-local function forget_children(J, entry, count)
-  local fields = {}
-  for i = 0, count - 1 do
-    fields[#fields + 1] = child_field(entry, i)
-    if #fields == 500 or i == count - 1 then
-      redis.call('HDEL', J.flow, unpack(fields))
-      fields = {}
-    end
-  end
 end
 
 -- flow_ended(J, id, record, state, now, policy): a flow's job ended (`state` f,
@@ -86,6 +89,13 @@ local function flow_ended(J, id, record, state, now, policy)
         end
       end
     end
-    forget_children(J, entry, record.cn)
+    local fields = {}  -- the children's outcomes go (HDEL takes many fields)
+    for i = 0, record.cn - 1 do
+      fields[#fields + 1] = child_field(entry, i)
+      if #fields == 500 or i == record.cn - 1 then
+        redis.call('HDEL', J.flow, unpack(fields))
+        fields = {}
+      end
+    end
   end
 end

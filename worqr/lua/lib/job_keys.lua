@@ -1,24 +1,30 @@
--- lib/job_keys: the keys every job script takes first, KEYS[1..15], bound to
--- names, and J, the table of them that the job pieces take. A script adds its
--- own keys (members, idle, stats, ...) and the notify channel to J.
-local tasks = KEYS[1]
-local job_prio = KEYS[2]
-local job_seq = KEYS[3]
-local jobs = KEYS[4]
-local job_data = KEYS[5]
-local job_result = KEYS[6]
-local job_progress = KEYS[7]
-local job_delayed = KEYS[8]
-local job_retrying = KEYS[9]
-local job_finished = KEYS[10]
-local job_failed = KEYS[11]
-local job_cancelled = KEYS[12]
-local job_unique = KEYS[13]
-local job_counts = KEYS[14]
-local job_timer = KEYS[15]
-local J = {
-  tasks = tasks, prio = job_prio, seq = job_seq, jobs = jobs, data = job_data,
-  result = job_result, progress = job_progress, delayed = job_delayed,
-  retrying = job_retrying, finished = job_finished, failed = job_failed,
-  cancelled = job_cancelled, unique = job_unique, counts = job_counts, timer = job_timer,
-}
+-- lib/job_keys: the keys every job script takes first (QueueKeys.job_keys). A
+-- block of keys (these, lib/flow's, lib/schedule's) is one header line, `-- KEYS[i..j]
+-- <block> ... (lib/<piece>)`, bound by the piece's function: `local J = job_keys()`
+-- makes J, the table job pieces take, each key named without 'job_' (J.prio);
+-- the script adds what its pieces use (J.stats, J.idle, J.notify, ...).
+--   +0  tasks          list    ready entries at priority 0; the right end is the front
+--   +1  job_prio       zset    ready entries with a priority
+--   +2  job_seq        string  lives and priority order
+--   +3  jobs           hash    id -> record (lib/jobs)
+--   +4  job_data       hash    id -> payload
+--   +5  job_result     hash    id -> result
+--   +6  job_progress   hash    id -> last progress value
+--   +7  job_delayed    zset    delayed entries by due ms
+--   +8  job_retrying   zset    retrying entries by due ms
+--   +9  job_finished   zset    finished ids by purge ms
+--   +10 job_failed     zset    failed ids by purge ms
+--   +11 job_cancelled  zset    cancelled ids by purge ms
+--   +12 job_unique     hash    unique marker -> id#life
+--   +13 job_counts     hash    state -> count
+--   +14 job_timer      hash    the member told when due work comes next
+
+-- job_keys() -> J, the job keys by name
+local function job_keys()
+  return {
+    tasks = KEYS[1], prio = KEYS[2], seq = KEYS[3], jobs = KEYS[4], data = KEYS[5],
+    result = KEYS[6], progress = KEYS[7], delayed = KEYS[8], retrying = KEYS[9],
+    finished = KEYS[10], failed = KEYS[11], cancelled = KEYS[12], unique = KEYS[13],
+    counts = KEYS[14], timer = KEYS[15],
+  }
+end

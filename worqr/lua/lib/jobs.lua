@@ -1,4 +1,4 @@
--- lib/jobs: job records, lives and counts.
+-- lib/jobs: job records, lives and states.
 -- A job's record is two fields of the `jobs` hash: `id` holds JSON with short
 -- keys, and `id .. '\1'` (ids hold no control characters) its hot fields, the
 -- ones a take and a plain finish change, as one short string (format_hot): a
@@ -17,12 +17,6 @@
 --   Hot: s l a t e X y p.
 -- Entries in the ready list, the priority and time zsets and `processes` are
 -- `id#life`; lives come from the queue's job_seq and never repeat.
-
--- now_ms() -> the server's time in milliseconds
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 -- entry_of(id, life) -> 'id#life'
 local function entry_of(id, life)
@@ -47,15 +41,6 @@ local function hot_field(id)
 end
 
 local HOT = {s = true, l = true, a = true, t = true, e = true, X = true, y = true, p = true}
-
--- plain(record) -> '1' when a finish needs no more than the hot fields: no
---   result ttl, unique marker, waiter, flow or last error to act on
-local function plain(record)
-  if record.k or record.u or record.w or record.g or record.E then
-    return '0'
-  end
-  return '1'
-end
 
 local function digits(value)
   if value == nil then
@@ -111,8 +96,10 @@ local function finished_hot(life, kept, ended_text, purge_text, kind, pid)
     .. '|1|' .. pid
 end
 
--- load_job(jobs, id) -> record table (both fields merged), or nil
-local function load_job(jobs, id)
+-- load_job(jobs, id, now) -> record table (both fields merged), or nil when there
+--   is none or, given `now`, when it is past its purge time (retention is exact to
+--   the ms, purged or not)
+local function load_job(jobs, id, now)
   local raw = redis.call('HMGET', jobs, id, hot_field(id))
   if not raw[1] then
     return nil
@@ -126,10 +113,15 @@ local function load_job(jobs, id)
       end
     end
   end
+  if now and record.X and record.X <= now then
+    return nil
+  end
   return record
 end
 
--- save_job(jobs, id, record): both fields
+-- save_job(jobs, id, record): both fields. The hot string says whether the job is
+--   plain: whether a finish needs no more than its hot fields (no result ttl,
+--   unique marker, waiter, flow or last error to act on).
 local function save_job(jobs, id, record)
   local cold = {}
   for key, value in pairs(record) do
@@ -138,97 +130,14 @@ local function save_job(jobs, id, record)
     end
   end
   redis.call(
-    'HSET', jobs, id, cjson.encode(cold), hot_field(id), format_hot(record, plain(record))
+    'HSET', jobs, id, cjson.encode(cold), hot_field(id),
+    format_hot(record, (record.k or record.u or record.w or record.g or record.E) and '0' or '1')
   )
 end
 
-local STATE_NAMES = {
-  d = 'delayed', q = 'queued', a = 'active', r = 'retrying', w = 'waiting',
-  f = 'finished', x = 'failed', c = 'cancelled',
-}
 local LIVE = {d = true, q = true, a = true, r = true, w = true}
 
--- is_live(record, life) -> whether the record is of that life and not terminal
+-- is_live(record, life) -> whether there is a record, not terminal (and of `life`)
 local function is_live(record, life)
-  return record ~= nil and record.l == life and LIVE[record.s] == true
-end
-
--- Counter increments a script defers (buffer_counters): key -> field -> delta, and
--- the order they came in (a script's writes must not depend on table order).
-local PENDING = nil
-local PENDING_ORDER = {}
-
--- buffer_counters(): from now on tally/stat add up in the script and write with
--- flush_counters(), one HINCRBY per field instead of one per change (a batch's hot
--- path). A script that calls it must flush before every return after a change.
-local function buffer_counters()
-  PENDING = {}
-end
-
--- add(hash, field, delta): an HINCRBY now, or deferred (buffer_counters)
-local function add(hash, field, delta)
-  if delta == 0 then
-    return  -- HINCRBY refuses "-0"
-  end
-  if not PENDING then
-    redis.call('HINCRBY', hash, field, delta)
-    return
-  end
-  local fields = PENDING[hash]
-  if not fields then
-    fields = {}
-    PENDING[hash] = fields
-  end
-  if fields[field] == nil then
-    PENDING_ORDER[#PENDING_ORDER + 1] = {hash, field}
-    fields[field] = 0
-  end
-  fields[field] = fields[field] + delta
-end
-
--- counters(hash, fields) -> their values in order, deferred increments included
---   (one HMGET)
-local function counters(hash, fields)
-  local raw = redis.call('HMGET', hash, unpack(fields))
-  local pending = PENDING and PENDING[hash]
-  local values = {}
-  for i, field in ipairs(fields) do
-    values[i] = tonumber(raw[i] or '0') + (pending and pending[field] or 0)
-  end
-  return values
-end
-
--- counter(hash, field) -> its value, deferred increments included
-local function counter(hash, field)
-  return counters(hash, {field})[1]
-end
-
--- flush_counters(): write the deferred increments (in the order they came)
-local function flush_counters()
-  if not PENDING then
-    return
-  end
-  for _, at in ipairs(PENDING_ORDER) do
-    local delta = PENDING[at[1]][at[2]]
-    if delta ~= 0 then
-      redis.call('HINCRBY', at[1], at[2], delta)
-    end
-  end
-  PENDING, PENDING_ORDER = {}, {}
-end
-
--- tally(counts, state, delta): the per-state count
-local function tally(counts, state, delta)
-  add(counts, STATE_NAMES[state], delta)
-end
-
--- move(counts, from, to): one job changed state
-local function move(counts, from, to)
-  tally(counts, from, -1)
-  tally(counts, to, 1)
-end
-
--- stat(stats, event, n): the queue's lifetime counter of an event
-local function stat(stats, event, n)
-  add(stats, event, n)
+  return record ~= nil and (life == nil or record.l == life) and LIVE[record.s] == true
 end

@@ -7,7 +7,7 @@
 --   holds more than n starts: the long-run rate is n / 1.01 per window when work waits.
 --   'max_active': at most that many active jobs; 'shut' ms: closed until then (a
 --   handler raised RateLimited). A queue with none of them costs one HMGET.
--- (needs lib/jobs)
+--!include counters
 
 local SLACK = 0.01  -- of the window
 
@@ -23,7 +23,7 @@ local function read_limits(config)
   }
 end
 
--- now_us() -> the server's time in microseconds
+-- now_us() -> the server's time in microseconds (the rate's clock)
 local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -37,16 +37,24 @@ local function rate_slots(L, now_micros)
   return math.max(L.tat or 0, now_micros - slack), spacing
 end
 
--- allowance(L, counts, now_micros, want) -> how many jobs may start now (<= want), and
---   the ms at which a queue closed by time opens again (nil: open, or closed until an
---   active job ends)
-local function allowance(L, counts, now_micros, want)
+-- has_ready(tasks, prio) -> whether the queue has a job ready to start
+local function has_ready(tasks, prio)
+  return redis.call('LLEN', tasks) > 0 or redis.call('ZCARD', prio) > 0
+end
+
+-- allowance(J, L, now_micros, want) -> how many jobs may start now (<= want: all
+--   without limits, L nil), and the ms at which a queue closed by time opens again
+--   (nil: open, or closed until an active job ends)
+local function allowance(J, L, now_micros, want)
+  if not L or want <= 0 then
+    return want, nil
+  end
   if L.shut and L.shut * 1000 > now_micros then
     return 0, L.shut
   end
   local n = want
   if L.max_active then
-    local active = counter(counts, 'active')
+    local active = counters(J, J.counts, {'active'})[1]
     n = math.min(n, math.max(0, L.max_active - active))
   end
   if L.rate and n > 0 then
@@ -59,19 +67,16 @@ local function allowance(L, counts, now_micros, want)
   return n, nil
 end
 
--- spend(config, L, started, now_micros) -> the ms the rate's next slot comes, or nil (no
---   rate): `started` jobs started now, on the next slots (L follows, for a later allowance)
-local function spend(config, L, started, now_micros)
-  if not L.rate or started == 0 then
-    return nil
+-- spend(J, L, started, now_micros): `started` jobs took the rate's next slots (L
+--   follows); J.reopen, the next slot, stays while ready jobs wait for it
+local function spend(J, L, started, now_micros)
+  if L.rate and started > 0 then
+    local slot, spacing = rate_slots(L, now_micros)
+    L.tat = math.ceil(slot + started * spacing)
+    redis.call('HSET', J.config, 'tat', string.format('%d', L.tat))
+    J.reopen = math.ceil(L.tat / 1000)
   end
-  local slot, spacing = rate_slots(L, now_micros)
-  L.tat = math.ceil(slot + started * spacing)
-  redis.call('HSET', config, 'tat', string.format('%d', L.tat))
-  return math.ceil(L.tat / 1000)
-end
-
--- has_ready(tasks, prio) -> whether the queue has a job ready to start
-local function has_ready(tasks, prio)
-  return redis.call('LLEN', tasks) > 0 or redis.call('ZCARD', prio) > 0
+  if J.reopen and not has_ready(J.tasks, J.prio) then
+    J.reopen = nil
+  end
 end

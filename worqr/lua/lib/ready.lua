@@ -3,14 +3,8 @@
 -- (right = front), O(1). Other priorities live in `job_prio`, scored
 -- -priority * 2^32 + order: negative scores (priority > 0) run before the list,
 -- positive ones (priority < 0) after it; equal priorities in submit order.
--- (needs lib/jobs)
 
 local PRIO_SCALE = 4294967296
-
--- prio_score(record) -> the record's score in job_prio
-local function prio_score(record)
-  return -record.P * PRIO_SCALE + record.q
-end
 
 -- push_ready(tasks, prio, seq, record, entry, front): make the job ready. At the
 -- back of its priority, or (front) where it was: a job returned from a worker
@@ -27,16 +21,7 @@ local function push_ready(tasks, prio, seq, record, entry, front)
   if not front or not record.q then
     record.q = redis.call('INCR', seq) % PRIO_SCALE
   end
-  redis.call('ZADD', prio, prio_score(record), entry)
-end
-
--- unready(prio, record, entry): take a queued job out of the ready
--- structures (a cancel). A priority-0 entry stays in the list as a tombstone
--- that takes skip (removing it from the middle of a list is O(n)).
-local function unready(prio, record, entry)
-  if (record.P or 0) ~= 0 then
-    redis.call('ZREM', prio, entry)
-  end
+  redis.call('ZADD', prio, -record.P * PRIO_SCALE + record.q, entry)
 end
 
 -- pop_ready(tasks, prio) -> the next ready entry, or nil
@@ -65,13 +50,4 @@ local function pop_ready_many(tasks, prio, n)
     return entry and {entry} or false
   end
   return redis.call('RPOP', tasks, n)
-end
-
--- return_job(J, id, record, entry): an active job goes back to where it was
--- taken from (the front of its priority), queued; no counter is charged here.
-local function return_job(J, id, record, entry)
-  move(J.counts, 'a', 'q')
-  record.s = 'q'
-  push_ready(J.tasks, J.prio, J.seq, record, entry, true)
-  save_job(J.jobs, id, record)
 end

@@ -1,6 +1,9 @@
--- lib/revive: a failed or cancelled job's new life. (needs lib/jobs, lib/ready)
+-- lib/revive: a failed or cancelled job's new life.
+--!include jobs
+--!include counters
+--!include ready
 
-local REVIVABLE = {x = 'job_failed', c = 'job_cancelled'}
+local REVIVABLE = {x = true, c = true}
 
 -- revive(J, id, record, now) -> true, or false and why ('state', 'unique')
 --   The job gets a new life, queued at the back of its priority: attempts kept,
@@ -19,10 +22,10 @@ local function revive(J, id, record, now)
       end
     end
   end
-  redis.call('ZREM', record.s == 'x' and J.failed or J.cancelled, id)
+  redis.call('ZREM', J[state_name(record.s)], id)
   redis.call('HDEL', J.result, id)
   redis.call('HDEL', J.progress, id)
-  move(J.counts, record.s, 'q')
+  move(J, record.s, 'q')
   record.l = redis.call('INCR', J.seq)
   record.s = 'q'
   record.v = now

@@ -1,8 +1,7 @@
 -- lib/schedule: schedules fire inside the promotion path (takes, the timer
 -- holder, job_promote), in the script that finds them due, so a fire is
 -- consumed once however many members race for it.
--- J as in lib/job_keys, plus sched, sched_next, sched_data, members, stats.
--- (needs lib/jobs, lib/ready, lib/create)
+-- J as in lib/job_keys, plus the schedule keys, J.members and J.stats.
 --
 -- A schedule's spec is JSON in `sched`, by name, with short keys:
 --   v version (a digest of what the user asked), c cron expression | e every ms,
@@ -12,14 +11,23 @@
 --   consumed, i the id of that fire's job, n the next fire ms (nil when a cron's
 --   buffer ran out). `sched_next` holds the name by n (by L once the buffer ran
 --   out, so the stall shows); its payload is in `sched_data`.
+-- The schedule keys, a block (lib/job_keys) bound by sched_keys(J, i):
+--   +0  job_sched       hash  schedule name -> spec
+--   +1  job_sched_next  zset  schedule names by next fire ms
+--   +2  job_sched_data  hash  schedule name -> payload of its jobs
+--!include jobs
+--!include counters
+--!include create
 
 local REFILL_AT = 3     -- a cron buffer this low asks the caller for more fire times
 local FIRE_LIMIT = 100  -- jobs one schedule creates per visit at most
 local SCHED_VISITS = 32 -- due schedules one call visits at most
 
--- fire_id(name, at) -> the id of the job a fire creates: 'cron:<name>:<ms>'
-local function fire_id(name, at)
-  return 'cron:' .. name .. ':' .. string.format('%d', at)
+-- sched_keys(J, first): KEYS[first..first+2] in J
+local function sched_keys(J, first)
+  J.sched = KEYS[first]
+  J.sched_next = KEYS[first + 1]
+  J.sched_data = KEYS[first + 2]
 end
 
 -- refill_request(name, spec, now) -> the five fields a caller needs to compute
@@ -104,11 +112,12 @@ local function fire_schedule(J, name, now, grace, complete)
     if at > (spec.L or -1) then
       spec.L = at
       local previous = spec.i and load_job(J.jobs, spec.i)
-      if spec.o == 0 and previous and LIVE[previous.s] then
+      if spec.o == 0 and is_live(previous) then
         skipped = skipped + 1
       else
         payload = payload or redis.call('HGET', J.sched_data, name) or ''
-        local answer, new = create_job(J, fire_id(name, at), 'fire', payload, spec.j, now)
+        local id = 'cron:' .. name .. ':' .. string.format('%d', at)  -- the fire's job
+        local answer, new = create_job(J, id, 'fire', payload, spec.j, now)
         spec.i = answer[1]
         if new then
           created = created + 1
@@ -117,8 +126,8 @@ local function fire_schedule(J, name, now, grace, complete)
     end
   end
   save_schedule(J, name, spec, now)
-  stat(J.stats, 'cron_fired', created)
-  stat(J.stats, 'cron_skipped', skipped)
+  stat(J, 'cron_fired', created)
+  stat(J, 'cron_skipped', skipped)
   if spec.c and #spec.f <= REFILL_AT then
     return created, refill_request(name, spec, now)
   end
@@ -145,29 +154,4 @@ local function fire_schedules(J, now, grace)
     end
   end
   return created, refill
-end
-
--- merge_fires(spec, fires) -> how many new fire times the buffer gained
---   The union of the buffer and `fires` (all of one spec: the same cron and
---   tz give the same times), past the last consumed fire, ascending.
-local function merge_fires(spec, fires)
-  local seen, merged, added = {}, {}, 0
-  for _, at in ipairs(spec.f or {}) do
-    seen[at] = true
-    merged[#merged + 1] = at
-  end
-  for _, at in ipairs(fires) do
-    if not seen[at] and at > (spec.L or -1) then
-      seen[at] = true
-      merged[#merged + 1] = at
-      added = added + 1
-    end
-  end
-  table.sort(merged)
-  spec.f = merged
-  if #merged > 0 and merged[#merged] > (spec.b or -1) then
-    spec.b = merged[#merged]
-  end
-  spec.n = merged[1]
-  return added
 end

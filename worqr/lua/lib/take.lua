@@ -1,12 +1,6 @@
--- lib/take: take tasks from the front of a queue as new processes of one worker.
--- Process ids are client-chosen: pid_prefix .. n for n = first + 1, first + 2, ...
--- so a resent call can find what the first one took (a lost reply never hides a task).
-
--- already_taken(processes, pid_prefix, first) -> boolean
---   Whether a take under this prefix and numbering already ran (this call is a resend).
-local function already_taken(processes, pid_prefix, first)
-  return redis.call('HEXISTS', processes, pid_prefix .. (first + 1)) == 1
-end
+-- lib/take: take tasks from the front of a queue as new processes of one worker,
+-- numbered pid_prefix .. n for n = first + 1, first + 2, ... (lib/admit says
+-- whether a call may take, and whether it is a resend).
 
 -- replay_take(processes, pid_prefix, first, count) -> {pid1, task1, ...}
 --   The reply of the take that already ran: the processes it created that still exist.

@@ -1,0 +1,7 @@
+-- lib/clock: the server's clock (never a host's), in milliseconds.
+
+-- now_ms() -> the server's time in milliseconds
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
