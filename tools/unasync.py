@@ -4,11 +4,12 @@
     python tools/unasync.py --check  # exit 1 if one is stale or a rule is unused (make lint)
 
 Each source in `worqr/_clients/` is the one copy of its logic: the public
-client methods (`async_api.py`, `async_job_api.py`) and the executor of plans
-(`async_exec.py`). The sync copies differ only by the rules below, so the two
-cannot drift; what truly differs by colour is hand-written, in `async_seams.py`
-/ `sync_seams.py`. A rule that matches nothing in any source is an error (as in
-httpcore's unasync check): rules cannot rot.
+client methods (`async_api.py`, `async_job_api.py`), the executor of plans
+(`async_exec.py`) and the cluster subscriber (`async_shards.py`). The sync
+copies differ only by the rules below, so the two cannot drift; what truly
+differs by colour is hand-written, in `async_seams.py` / `sync_seams.py` and
+`async_readers.py` / `sync_readers.py`. A rule that matches nothing in any
+source is an error (as in httpcore's unasync check): rules cannot rot.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ PAIRS = (
     ("async_api.py", "sync_api.py"),
     ("async_job_api.py", "sync_job_api.py"),
     ("async_exec.py", "sync_exec.py"),
+    ("async_shards.py", "shards.py"),
 )
 
 HEADER = (
@@ -36,8 +38,10 @@ RULES: list[tuple[str, str]] = [
     (r"^import asyncio$", "import threading"),
     (r"\basyncio\.Lock\b", "threading.Lock"),
     (r"\bAsync(Api|JobApi|Executor)\b", r"Sync\1"),
+    (r"\bAsyncClusterSubscriber\b", "ClusterSubscriber"),
     (r"\bAsyncRetrying\b", "Retrying"),
     (r"^from \.async_(\w+) import", r"from .sync_\1 import"),
+    (r"\basync def aclose\b", "def close"),
     (r"\basync def\b", "def"),
     (r"\basync (with|for)\b", r"\1"),
     (r"\bawait ", ""),
