@@ -27,9 +27,10 @@ Subscriber: TypeAlias = Callable[[Subscribe], None]
 """Carries out a `Subscribe` request on the client's subscriber connection."""
 
 
-def honour_cancel(result: T) -> T:
-    """A blocking call cannot swallow a cancel: nothing to honour."""
-    return result
+def honour_cancel(call: T) -> T:
+    """``call``'s reply as it is: a blocking call (already returned) cannot
+    swallow a cancel."""
+    return call
 
 
 def bounded(send: Callable[[Call | Pinned], T], request: Call | Pinned, limit: float) -> T:
