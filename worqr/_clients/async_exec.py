@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from redis.exceptions import NoScriptError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from tenacity import AsyncRetrying
 
-from .._core.calls import Call, Listen, Pinned, Plan, Request, Subscribe, Wait, may_resend
+from .._core.calls import Call, Listen, Pinned, Plan, Request, Subscribe, may_resend
 from .._core.failures import final_error
 from .._core.lua import digest, source
 from .._core.pinned import Refresh, cluster_route, commands, unknown_scripts
@@ -27,11 +28,11 @@ from .async_seams import (
     Cluster,
     Subscriber,
     Waiter,
-    bounded,
     honour_cancel,
     node_pipeline,
     pipeline,
     ready,
+    timer,
     wait_signal,
 )
 
@@ -95,6 +96,20 @@ class AsyncExecutor:
         return await honour_cancel(self._send(request))
 
     async def _send(self, request: Request) -> Any:
+        if isinstance(request, Call | Pinned):  # nearly every request: first
+            limit = self._command_timeout
+            if limit is None:  # the client's own socket timeout bounds each read
+                return await self._command(request)
+            scope = timer(limit)
+            try:
+                async with scope:
+                    return await self._command(request)
+            except TimeoutError as error:
+                if not scope.expired():
+                    raise
+                # redis-py's own words for a reply that did not come: ambiguous, as
+                # when its socket_timeout fires (the connection is closed either way).
+                raise RedisTimeoutError(f"Timeout reading a reply ({limit:g} s)") from error
         if isinstance(request, Subscribe):
             if self._subscribe is None:
                 raise TypeError("this executor has no subscriber")
@@ -106,14 +121,9 @@ class AsyncExecutor:
             waiter = Waiter()
             self._add_waiter(request.key, waiter)
             return waiter
-        if isinstance(request, Wait):
-            await wait_signal(request.waiter, request.timeout)
-            request.waiter.clear()
-            return None
-        limit = self._command_timeout
-        if limit is None:
-            return await self._command(request)
-        return await bounded(self._command, request, limit)
+        await wait_signal(request.waiter, request.timeout)  # a Wait
+        request.waiter.clear()
+        return None
 
     async def _command(self, request: Call | Pinned) -> Any:
         """Run a request that talks to Redis: a command, a script or a pinned group."""

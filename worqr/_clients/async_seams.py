@@ -17,9 +17,8 @@ from typing import Any, TypeAlias, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import PipelineCommand, RedisCluster
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .._core.calls import Call, Pinned, Subscribe
+from .._core.calls import Subscribe
 from .._core.pinned import Command, Send, target
 
 T = TypeVar("T")
@@ -50,22 +49,11 @@ async def honour_cancel(call: Awaitable[T]) -> T:
     return result
 
 
-async def bounded(
-    send: Callable[[Call | Pinned], Awaitable[T]], request: Call | Pinned, limit: float
-) -> T:
-    """``send(request)`` within ``limit`` seconds: one timer around the whole
-    command, for a client whose connections have no socket timeout of their own
+def timer(limit: float) -> asyncio.Timeout:
+    """One timer around a whole command (``async with``; ``expired()`` says it
+    fired), for a client whose connections have no socket timeout of their own
     (`connect.timed_by_worqr`)."""
-    scope = asyncio.timeout(limit)
-    try:
-        async with scope:
-            return await send(request)
-    except TimeoutError as error:
-        if not scope.expired():
-            raise
-        # redis-py's own words for a reply that did not come: ambiguous, as
-        # when its socket_timeout fires (the connection is closed either way).
-        raise RedisTimeoutError(f"Timeout reading a reply ({limit:g} s)") from error
+    return asyncio.timeout(limit)
 
 
 async def wait_signal(waiter: asyncio.Event, timeout: float) -> None:

@@ -16,9 +16,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from redis.exceptions import NoScriptError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from tenacity import Retrying
 
-from .._core.calls import Call, Listen, Pinned, Plan, Request, Subscribe, Wait, may_resend
+from .._core.calls import Call, Listen, Pinned, Plan, Request, Subscribe, may_resend
 from .._core.failures import final_error
 from .._core.lua import digest, source
 from .._core.pinned import Refresh, cluster_route, commands, unknown_scripts
@@ -29,11 +30,11 @@ from .sync_seams import (
     Cluster,
     Subscriber,
     Waiter,
-    bounded,
     honour_cancel,
     node_pipeline,
     pipeline,
     ready,
+    timer,
     wait_signal,
 )
 
@@ -97,6 +98,20 @@ class SyncExecutor:
         return honour_cancel(self._send(request))
 
     def _send(self, request: Request) -> Any:
+        if isinstance(request, Call | Pinned):  # nearly every request: first
+            limit = self._command_timeout
+            if limit is None:  # the client's own socket timeout bounds each read
+                return self._command(request)
+            scope = timer(limit)
+            try:
+                with scope:
+                    return self._command(request)
+            except TimeoutError as error:
+                if not scope.expired():
+                    raise
+                # redis-py's own words for a reply that did not come: ambiguous, as
+                # when its socket_timeout fires (the connection is closed either way).
+                raise RedisTimeoutError(f"Timeout reading a reply ({limit:g} s)") from error
         if isinstance(request, Subscribe):
             if self._subscribe is None:
                 raise TypeError("this executor has no subscriber")
@@ -108,14 +123,9 @@ class SyncExecutor:
             waiter = Waiter()
             self._add_waiter(request.key, waiter)
             return waiter
-        if isinstance(request, Wait):
-            wait_signal(request.waiter, request.timeout)
-            request.waiter.clear()
-            return None
-        limit = self._command_timeout
-        if limit is None:
-            return self._command(request)
-        return bounded(self._command, request, limit)
+        wait_signal(request.waiter, request.timeout)  # a Wait
+        request.waiter.clear()
+        return None
 
     def _command(self, request: Call | Pinned) -> Any:
         """Run a request that talks to Redis: a command, a script or a pinned group."""

@@ -12,7 +12,7 @@ from typing import Any, TypeAlias, TypeVar
 import redis as redis_py
 from redis.cluster import RedisCluster
 
-from .._core.calls import Call, Pinned, Subscribe
+from .._core.calls import Subscribe
 from .._core.pinned import Command, Send, target
 from .connect import cluster_node_client
 
@@ -33,10 +33,21 @@ def honour_cancel(call: T) -> T:
     return call
 
 
-def bounded(send: Callable[[Call | Pinned], T], request: Call | Pinned, limit: float) -> T:
-    """``send(request)``: a sync client's connections bound each read and write
-    with their own socket timeout; the executor adds no timer."""
-    return send(request)
+class _NoTimer:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def expired(self) -> bool:
+        return False
+
+
+def timer(limit: float) -> _NoTimer:
+    """No timer: a sync client's connections bound each read and write with
+    their own socket timeout (the sync executor is given no command timeout)."""
+    return _NoTimer()
 
 
 def wait_signal(waiter: threading.Event, timeout: float) -> None:
