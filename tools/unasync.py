@@ -1,11 +1,15 @@
-"""Write the synchronous client API from the asyncio one.
+"""Write the synchronous client code from the asyncio one.
 
-    python tools/unasync.py          # rewrite worqr/_clients/sync_*api.py
-    python tools/unasync.py --check  # exit 1 if one is stale (make lint, the tests)
+    python tools/unasync.py          # rewrite the generated copies (PAIRS)
+    python tools/unasync.py --check  # exit 1 if one is stale or a rule is unused (make lint)
 
-`worqr/_clients/async_api.py` and `async_job_api.py` are the one source of the
-public client methods; the sync copies differ only by the rules below, so the
-two cannot drift.
+Each source in `worqr/_clients/` is the one copy of its logic: the public
+client methods (`async_api.py`, `async_job_api.py`), the executor of plans
+(`async_exec.py`) and the cluster subscriber (`async_shards.py`). The sync
+copies differ only by the rules below, so the two cannot drift; what truly
+differs by colour is hand-written, in `async_seams.py` / `sync_seams.py` and
+`async_readers.py` / `sync_readers.py`. A rule that matches nothing in any
+source is an error (as in httpcore's unasync check): rules cannot rot.
 """
 
 from __future__ import annotations
@@ -17,7 +21,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = ROOT / "worqr" / "_clients"
-PAIRS = (("async_api.py", "sync_api.py"), ("async_job_api.py", "sync_job_api.py"))
+PAIRS = (
+    ("async_api.py", "sync_api.py"),
+    ("async_job_api.py", "sync_job_api.py"),
+    ("async_exec.py", "sync_exec.py"),
+    ("async_shards.py", "shards.py"),
+)
 
 HEADER = (
     "# Generated from {source} by tools/unasync.py: do not edit; edit {source}\n"
@@ -28,9 +37,11 @@ HEADER = (
 RULES: list[tuple[str, str]] = [
     (r"^import asyncio$", "import threading"),
     (r"\basyncio\.Lock\b", "threading.Lock"),
-    (r"\bAsyncApi\b", "SyncApi"),
-    (r"\bAsyncJobApi\b", "SyncJobApi"),
-    (r"^from \.async_job_api import", "from .sync_job_api import"),
+    (r"\bAsync(Api|JobApi|Executor)\b", r"Sync\1"),
+    (r"\bAsyncClusterSubscriber\b", "ClusterSubscriber"),
+    (r"\bAsyncRetrying\b", "Retrying"),
+    (r"^from \.async_(\w+) import", r"from .sync_\1 import"),
+    (r"\basync def aclose\b", "def close"),
     (r"\basync def\b", "def"),
     (r"\basync (with|for)\b", r"\1"),
     (r"\bawait ", ""),
@@ -38,11 +49,15 @@ RULES: list[tuple[str, str]] = [
 ]
 
 
-def unasync(text: str, source: str) -> str:
+def unasync(text: str, source: str, used: set[str] | None = None) -> str:
+    """The sync copy of ``text`` (the file ``source``); adds to ``used`` the
+    pattern of every rule that matched."""
     lines = []
     for line in text.splitlines():
         for pattern, replacement in RULES:
-            line = re.sub(pattern, replacement, line)
+            line, count = re.subn(pattern, replacement, line)
+            if count and used is not None:
+                used.add(pattern)
         lines.append(line)
     return HEADER.format(source=source) + "\n".join(lines) + "\n"
 
@@ -51,9 +66,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="only check; exit 1 if stale")
     args = parser.parse_args()
-    stale = False
+    failed = False
+    used: set[str] = set()
     for source, target in PAIRS:
-        wanted = unasync((CLIENTS / source).read_text("utf-8"), source)
+        wanted = unasync((CLIENTS / source).read_text("utf-8"), source, used)
         path = CLIENTS / target
         current = path.read_text("utf-8") if path.exists() else ""
         if current == wanted:
@@ -62,11 +78,15 @@ def main() -> int:
             print(
                 f"{path.relative_to(ROOT)} is stale: run `python tools/unasync.py`", file=sys.stderr
             )
-            stale = True
+            failed = True
         else:
             path.write_text(wanted, "utf-8")
             print(f"wrote {path.relative_to(ROOT)}")
-    return 1 if stale else 0
+    for pattern, _ in RULES:
+        if pattern not in used:
+            print(f"tools/unasync.py: the rule {pattern!r} matches nothing", file=sys.stderr)
+            failed = True
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

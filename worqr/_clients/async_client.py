@@ -4,54 +4,31 @@ tasks, owned and awaited by the client, run the heartbeat and the listener."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Coroutine, Iterable
 from types import TracebackType
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
-from redis.asyncio.cluster import PipelineCommand, RedisCluster
-from redis.exceptions import NoScriptError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-from tenacity import AsyncRetrying
+from redis.asyncio.cluster import RedisCluster
 
-from .._core.calls import Call, Listen, Pinned, Plan, Request, Subscribe, Wait, may_resend
-from .._core.failures import final_error
-from .._core.lua import digest, source
-from .._core.pinned import Refresh, cluster_route, commands, target
+from .._core.calls import Plan, Request, Subscribe
 from .._settings import Settings
 from .async_api import AsyncApi
+from .async_exec import AsyncExecutor
+from .async_seams import honour_cancel
 from .async_shards import AsyncClusterSubscriber
 from .connect import subscriber_client, subscriber_options, sync_twin
 from .lease import AsyncLease
 from .outage import OutageLog
 from .pubsub_guard import AsyncPubSubGuard
-from .resend import tenacity_options
 
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
 LISTEN_SLICE = 1.0  # s an idle listener reads before it looks at the fallback poll again
-
-
-async def honour_cancel(call: Awaitable[T]) -> T:
-    """Await ``call``, and raise CancelledError if this task was cancelled
-    meanwhile even when ``call`` swallowed the cancellation.
-
-    redis-py sends each command under ``asyncio.wait_for``, which on Python 3.11
-    returns normally when a cancel arrives as the write completes (cpython
-    gh-86296). A loop stopped with ``task.cancel()`` (heartbeat, listener, a
-    worker's puller) would then run on and its owner would wait forever.
-    """
-    task = asyncio.current_task()
-    before = task.cancelling() if task is not None else 0
-    result = await call
-    if task is not None and task.cancelling() > before:
-        raise asyncio.CancelledError
-    return result
 
 
 class AsyncWorqr(AsyncApi):
@@ -93,110 +70,27 @@ class AsyncWorqr(AsyncApi):
         self._start_lock = asyncio.Lock()
         self._closing = False  # ends a loop whose own callback called aclose()
         self._lease: AsyncLease | None = None
+        self._executor = AsyncExecutor(
+            self._redis,
+            self.settings,
+            self._subscribe,
+            self._core.add_waiter,
+            self._command_timeout,
+        )
 
     # -- driving plans ---------------------------------------------------------
 
-    async def _drive(self, plan: Plan[T], deadline: float | None = None) -> T:
-        limit = self.settings.retry_deadline if deadline is None else deadline
-        try:
-            request = next(plan)
-            while True:
-                try:
-                    reply = await self._execute(request, limit)
-                except Exception as error:  # handed to the plan, which may handle it
-                    request = plan.throw(error)
-                else:
-                    request = plan.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+    def _drive(self, plan: Plan[T], deadline: float | None = None) -> Coroutine[Any, Any, T]:
+        return self._executor.drive(plan, deadline)
 
-    async def _execute(self, request: Request, deadline: float) -> Any:
-        try:  # the fast path: most calls succeed at once, without a retry loop
-            return await self._execute_once(request)
-        except Exception as error:
-            if deadline <= 0 or not may_resend(request, error):
-                raise final_error(request, error) from error
-        try:
-            async for attempt in AsyncRetrying(**tenacity_options(request, deadline)):
-                with attempt:
-                    return await self._execute_once(request)
-        except Exception as error:
-            raise final_error(request, error) from error
-        raise AssertionError("unreachable")  # pragma: no cover
+    def _execute(self, request: Request, deadline: float) -> Coroutine[Any, Any, Any]:
+        return self._executor.execute(request, deadline)
 
-    async def _execute_once(self, request: Request) -> Any:
-        return await honour_cancel(self._send(request))
+    def _execute_once(self, request: Request) -> Coroutine[Any, Any, Any]:
+        return self._executor._execute_once(request)
 
-    async def _send(self, request: Request) -> Any:
-        if isinstance(request, Subscribe):
-            await self._pubsub_guard.apply(self._ensure_listener(), request)
-            return None
-        if isinstance(request, Listen):
-            event = asyncio.Event()
-            self._core.add_waiter(request.key, event)
-            return event
-        if isinstance(request, Wait):
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(request.waiter.wait(), request.timeout)
-            request.waiter.clear()
-            return None
-        limit = self._command_timeout
-        if limit is None:  # redis-py's own socket_timeout bounds each read and write
-            return await self._command(request)
-        scope = asyncio.timeout(limit)
-        try:
-            async with scope:
-                return await self._command(request)
-        except TimeoutError as error:
-            if not scope.expired():
-                raise
-            # redis-py's own words for a reply that did not come: ambiguous, as
-            # when its socket_timeout fires (the connection is closed either way).
-            raise RedisTimeoutError(f"Timeout reading a reply ({limit:g} s)") from error
-
-    async def _command(self, request: Call | Pinned) -> Any:
-        """Run a request that talks to Redis: a command, a script or a pinned group."""
-        if isinstance(request, Pinned):
-            if isinstance(self._redis, RedisCluster):
-                return await self._pinned_on_cluster(self._redis, request)
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for args in commands(request):
-                    pipe.execute_command(*args)
-                return await pipe.execute(raise_on_error=False)
-        if request.script is None:
-            return await self._redis.execute_command(*request.args)
-        # EVALSHA straight away; NOSCRIPT loads the script and sends it again (as Worqr).
-        keys, redis = request.keys, self._redis
-        try:
-            return await redis.execute_command(
-                "EVALSHA", digest(request.script), len(keys), *keys, *request.args
-            )
-        except NoScriptError:
-            await redis.script_load(source(request.script))
-            return await redis.execute_command(
-                "EVALSHA", digest(request.script), len(keys), *keys, *request.args
-            )
-
-    async def _pinned_on_cluster(self, cluster: RedisCluster, request: Pinned) -> list[Any]:
-        await cluster.initialize()  # once; again after redis-py saw a node fail
-        route = cluster_route(request)
-        try:
-            step = next(route)
-            while True:
-                try:
-                    if isinstance(step, Refresh):
-                        await cluster.nodes_manager.initialize()
-                        reply = None
-                    else:  # one connection of the node, as redis-py's own pipeline
-                        sent = [PipelineCommand(i, *args) for i, args in enumerate(step.commands)]
-                        await target(cluster, step).execute_pipeline(sent)
-                        reply = [command.result for command in sent]
-                except Exception as error:
-                    step = route.throw(error)
-                else:
-                    step = route.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+    async def _subscribe(self, request: Subscribe) -> None:
+        await self._pubsub_guard.apply(self._ensure_listener(), request)
 
     # -- background loops --------------------------------------------------------
 

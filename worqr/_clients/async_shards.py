@@ -1,79 +1,53 @@
-"""Pub/sub on a Redis Cluster for the asyncio client: one subscriber connection,
-and one reader task, per node that owns a subscribed channel's slot. Where each
-channel goes is decided by `worqr._core.shards.ShardRouter` (as for the sync
-subscriber in `shards`); only the waiting differs."""
+"""Pub/sub on a Redis Cluster: one subscriber connection, and one reader, per
+node that owns a subscribed channel's slot. Where each channel goes is decided
+by `worqr._core.shards.ShardRouter`; this module carries out its steps.
+
+Written once, in ``async_shards.py`` (asyncio, for `AsyncWorqr`);
+``tools/unasync.py`` writes ``shards.py`` from it (for `Worqr`). What differs by
+colour (a node is read by a task or by a thread, the queue the messages wait
+in, the locks) is in ``async_readers.py`` and ``sync_readers.py``.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from typing import Any
 
-import redis.asyncio as aioredis
-from redis.asyncio.client import PubSub
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import SlotNotCoveredError
 
 from .._core.base import text
 from .._core.shards import UNSUBSCRIBED, CloseIdle, DropNode, Join, Leave, ShardRouter
-from .shards import node_overrides
+from .async_readers import Inbox, Message, NodeReader, locks, node_client
+from .async_seams import ready
 
 logger = logging.getLogger("worqr")
 
 
-class _NodeReader:
-    """One node's subscriber connection and the task reading it."""
-
-    def __init__(self, name: str, client: aioredis.Redis, owner: AsyncClusterSubscriber) -> None:
-        self.name = name
-        self.client = client
-        self.pubsub: PubSub = client.pubsub()
-        self.owner = owner
-        self.task = asyncio.create_task(self._run(), name=f"worqr-shard-{name}")
-
-    async def _run(self) -> None:
-        failures = 0
-        while True:
-            try:
-                if self.pubsub.subscribed:
-                    message = await self.pubsub.get_message(timeout=0.25)
-                else:
-                    message = None
-                    await asyncio.sleep(0.05)
-                failures = 0
-            except Exception as error:
-                failures += 1
-                self.owner.failed(self.name, error)
-                await asyncio.sleep(min(1.0, 0.05 * 2**failures))
-                continue
-            if message is not None:
-                self.owner.received(self.name, message)
-
-    async def close(self) -> None:
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
-        try:
-            await self.pubsub.aclose()  # type: ignore[no-untyped-call]
-        finally:
-            await self.client.aclose()
+def node_overrides(options: dict[str, Any]) -> dict[str, Any]:
+    """The subscriber connection settings that replace a cluster node's own."""
+    keep = ("socket_timeout", "socket_connect_timeout", "retry", "health_check_interval")
+    return {name: options[name] for name in keep if name in options}
 
 
 class AsyncClusterSubscriber:
-    """The subset of redis-py's asyncio ``PubSub`` that `AsyncWorqr` uses
-    (``subscribe``, ``unsubscribe``, ``get_message``, ``aclose``, ``subscribed``)
-    over every node that owns a subscribed channel."""
+    """The subset of redis-py's ``PubSub`` that the client uses (``subscribe``,
+    ``unsubscribe``, ``get_message``, closing, ``subscribed``) over every node
+    that owns a subscribed channel. ``cluster`` supplies the slot map and node
+    settings."""
 
     def __init__(self, cluster: Any, options: dict[str, Any], *, sharded: bool) -> None:
         self._cluster = cluster
         self._overrides = node_overrides(options)
         self._sharded = sharded
         self._router = ShardRouter()
-        self._readers: dict[str, _NodeReader] = {}
-        self._inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self._lock = asyncio.Lock()
+        self._readers: dict[str, NodeReader] = {}
+        self._inbox = Inbox()
+        # One subscription change at a time (_lock); _state guards what the
+        # readers report (the same lock for threads; nothing on the loop).
+        self._lock, self._state = locks()
         self._stale = False  # the slot map may have changed: place channels again
+        self._retired: list[NodeReader] = []  # closed once the lock is released
 
     @property
     def subscribed(self) -> bool:
@@ -82,57 +56,75 @@ class AsyncClusterSubscriber:
     # -- called by the client ----------------------------------------------------
 
     async def subscribe(self, *channels: str) -> None:
-        async with self._lock:
-            self._router.want(channels)
-            await self._place(refresh=False)
+        try:
+            async with self._lock:
+                self._router.want(channels)
+                await self._place(refresh=False)
+        finally:
+            await self._close_retired()
 
     async def unsubscribe(self, *channels: str) -> None:
-        async with self._lock:
-            for node, names in self._router.unwant(channels).items():
-                reader = self._readers.get(node)
-                if reader is not None:
-                    await self._leave(reader, names)
-            for step in self._router.idle(self._readers.keys()):
-                await self._retire(step.node)
-
-    async def get_message(self, timeout: float = 0.0) -> dict[str, Any] | None:
-        if self._stale:
-            async with self._lock:
-                self._stale = False
-                try:
-                    await self._place(refresh=True)
-                except BaseException:  # a cancel too (a subscription change cuts reads)
-                    self._stale = True
-                    raise
         try:
-            if timeout <= 0:
-                return self._inbox.get_nowait()
-            return await asyncio.wait_for(self._inbox.get(), timeout)
-        except (TimeoutError, asyncio.QueueEmpty):
-            return None
+            async with self._lock:
+                for node, names in self._router.unwant(channels).items():
+                    reader = self._readers.get(node)
+                    if reader is not None:
+                        await self._leave(reader, names)
+                for step in self._router.idle(self._readers.keys()):
+                    self._retire(step.node)
+        finally:
+            await self._close_retired()
+
+    async def get_message(self, timeout: float = 0.0) -> Message | None:
+        if self._stale:
+            try:
+                async with self._lock:
+                    self._stale = False
+                    try:
+                        await self._place(refresh=True)
+                    except BaseException:  # in asyncio a cancel too (a change cuts reads short)
+                        self._stale = True
+                        raise
+            finally:
+                await self._close_retired()
+        return await self._inbox.get(timeout)
 
     async def aclose(self) -> None:
-        readers, self._readers = list(self._readers.values()), {}
-        for reader in readers:
+        with self._state:
+            self._retired += self._readers.values()
+            self._readers = {}
+        await self._close_retired()
+
+    async def _close_retired(self) -> None:
+        with self._state:
+            retired, self._retired = self._retired, []
+        for reader in retired:
             await reader.close()
 
     # -- called by the node readers --------------------------------------------
 
-    def received(self, node: str, message: dict[str, Any]) -> None:
+    def received(self, node: str, message: Message) -> None:
         if message.get("type") in UNSUBSCRIBED:
             channel = text(message.get("channel") or b"")
-            if self._router.dropped(node, channel):
-                logger.info("pub/sub: the slot of a channel moved; subscribing again")
-                self._stale = True
+            with self._state:
+                if self._router.dropped(node, channel):
+                    logger.info("pub/sub: the slot of a channel moved; subscribing again")
+                    self._stale = True
             return
-        self._inbox.put_nowait(message)
+        self._inbox.put(message)
 
     def failed(self, node: str, error: BaseException) -> None:
-        # A refused subscription (MOVED) or a lost node: place the node's channels
-        # again from a fresh slot map (see `_shards.ClusterSubscriber.failed`).
-        # Not queued for the listener: see `_shards.ClusterSubscriber.failed`.
-        self._router.forget_node(node)
-        self._stale = True
+        # A refused subscription (MOVED) or a lost node: place the channels again
+        # from a fresh slot map. Connection trouble also reaches the listener loop,
+        # which logs the outage once and backs off.
+        # The error itself is not queued for the listener: placing the channels
+        # again (on its next wait) fails in turn if the cluster is really out of
+        # reach, and that failure is the outage the listener reports. Queued
+        # errors would outlive the outage and stall the listener after it.
+        with self._state:
+            # Subscribe the node's channels again wherever the fresh map says.
+            self._router.forget_node(node)
+            self._stale = True
         logger.info("pub/sub on node %s: %s; subscribing again", node, error)
 
     # -- placing channels --------------------------------------------------------
@@ -144,14 +136,14 @@ class AsyncClusterSubscriber:
         return str(node.name)
 
     async def _place(self, *, refresh: bool) -> None:
-        await self._cluster.initialize()  # a client passed in may not have read the slot map
+        await ready(self._cluster)  # a client passed in may not have read the slot map
         known = None
         if refresh:  # channels the server may have dropped silently are placed again
             await self._cluster.nodes_manager.initialize()
             known = {node.name for node in self._cluster.get_nodes()}
         for step in self._router.placement(self._readers.keys(), self._owner, known):
             if isinstance(step, DropNode | CloseIdle):
-                await self._retire(step.node)
+                self._retire(step.node)
             elif isinstance(step, Leave):
                 reader = self._readers.get(step.node)
                 if reader is not None:
@@ -167,7 +159,7 @@ class AsyncClusterSubscriber:
             await reader.pubsub.subscribe(*step.channels)
         self._router.place(step.node, step.channels)
 
-    async def _leave(self, reader: _NodeReader, names: list[str]) -> None:
+    async def _leave(self, reader: NodeReader, names: list[str]) -> None:
         try:
             if self._sharded:
                 await reader.pubsub.sunsubscribe(*names)
@@ -175,25 +167,22 @@ class AsyncClusterSubscriber:
                 await reader.pubsub.unsubscribe(*names)
         except Exception as error:  # the node is gone: its connection goes with it
             logger.debug("pub/sub: unsubscribing on node %s failed: %s", reader.name, error)
-            await self._drop_reader(reader.name)
+            self._router.forget_node(reader.name)
+            self._retire(reader.name)
 
-    def _reader(self, node: str) -> _NodeReader:
+    def _reader(self, node: str) -> NodeReader:
         reader = self._readers.get(node)
         if reader is None:
             found = self._cluster.get_node(node_name=node)
             if found is None:
                 raise RedisConnectionError(f"cluster node {node} is not in the slot map")
-            kwargs = {**found.connection_kwargs, **self._overrides}
-            pool = aioredis.ConnectionPool(connection_class=found.connection_class, **kwargs)
-            client = aioredis.Redis(connection_pool=pool)
-            reader = self._readers[node] = _NodeReader(node, client, self)
+            client = node_client(self._cluster, found, self._overrides)
+            reader = NodeReader(node, client, self.received, self.failed)
+            self._readers[node] = reader
         return reader
 
-    async def _drop_reader(self, node: str) -> None:
-        self._router.forget_node(node)
-        await self._retire(node)
-
-    async def _retire(self, node: str) -> None:
+    def _retire(self, node: str) -> None:
+        """Close ``node``'s reader once the lock is released."""
         reader = self._readers.pop(node, None)
         if reader is not None:
-            await reader.close()
+            self._retired.append(reader)

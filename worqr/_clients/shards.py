@@ -1,20 +1,27 @@
-"""Pub/sub on a Redis Cluster for the sync client: one subscriber connection,
-and one reader thread, per node that owns a subscribed channel's slot. Where
-each channel goes is decided by `worqr._core.shards.ShardRouter`; this module
-only carries out its steps and reads."""
+# Generated from async_shards.py by tools/unasync.py: do not edit; edit async_shards.py
+# and run `python tools/unasync.py` (make lint fails while this copy is stale).
+"""Pub/sub on a Redis Cluster: one subscriber connection, and one reader, per
+node that owns a subscribed channel's slot. Where each channel goes is decided
+by `worqr._core.shards.ShardRouter`; this module carries out its steps.
+
+Written once, in ``async_shards.py`` (asyncio, for `AsyncWorqr`);
+``tools/unasync.py`` writes ``shards.py`` from it (for `Worqr`). What differs by
+colour (a node is read by a task or by a thread, the queue the messages wait
+in, the locks) is in ``async_readers.py`` and ``sync_readers.py``.
+"""
 
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 from typing import Any
 
-import redis as redis_py
-from redis.client import PubSub
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import SlotNotCoveredError
 
 from .._core.base import text
 from .._core.shards import UNSUBSCRIBED, CloseIdle, DropNode, Join, Leave, ShardRouter
+from .sync_readers import Inbox, Message, NodeReader, locks, node_client
+from .sync_seams import ready
 
 logger = logging.getLogger("worqr")
 
@@ -25,60 +32,28 @@ def node_overrides(options: dict[str, Any]) -> dict[str, Any]:
     return {name: options[name] for name in keep if name in options}
 
 
-class _NodeReader:
-    """One node's subscriber connection and the thread reading it."""
-
-    def __init__(self, name: str, client: redis_py.Redis, owner: ClusterSubscriber) -> None:
-        self.name = name
-        self.client = client
-        self.pubsub: PubSub = client.pubsub()  # type: ignore[no-untyped-call]
-        self.owner = owner
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, name=f"worqr-shard-{name}", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        failures = 0
-        while not self.stop.is_set():
-            try:
-                message = self.pubsub.get_message(timeout=0.25)
-                failures = 0
-            except Exception as error:
-                if self.stop.is_set():
-                    return
-                failures += 1
-                self.owner.failed(self.name, error)
-                self.stop.wait(min(1.0, 0.05 * 2**failures))
-                continue
-            if message is not None:
-                self.owner.received(self.name, message)
-
-    def close(self) -> None:
-        """Stop reading and close the connection (never called from ``thread``,
-        nor while holding the subscriber's lock, which the thread may wait for)."""
-        self.stop.set()
-        self.thread.join(timeout=5)
-        try:
-            self.pubsub.close()
-        finally:
-            self.client.close()
-
-
 class ClusterSubscriber:
-    """The subset of redis-py's ``PubSub`` that `Worqr` uses (``subscribe``,
-    ``unsubscribe``, ``get_message``, ``close``), over every node that owns a
-    subscribed channel. ``cluster`` supplies the slot map and node settings."""
+    """The subset of redis-py's ``PubSub`` that the client uses (``subscribe``,
+    ``unsubscribe``, ``get_message``, closing, ``subscribed``) over every node
+    that owns a subscribed channel. ``cluster`` supplies the slot map and node
+    settings."""
 
     def __init__(self, cluster: Any, options: dict[str, Any], *, sharded: bool) -> None:
         self._cluster = cluster
         self._overrides = node_overrides(options)
         self._sharded = sharded
         self._router = ShardRouter()
-        self._readers: dict[str, _NodeReader] = {}
-        self._inbox: queue.Queue[dict[str, Any]] = queue.Queue()
-        self._lock = threading.RLock()
+        self._readers: dict[str, NodeReader] = {}
+        self._inbox = Inbox()
+        # One subscription change at a time (_lock); _state guards what the
+        # readers report (the same lock for threads; nothing on the loop).
+        self._lock, self._state = locks()
         self._stale = False  # the slot map may have changed: place channels again
-        self._retired: list[_NodeReader] = []  # closed once the lock is released
+        self._retired: list[NodeReader] = []  # closed once the lock is released
+
+    @property
+    def subscribed(self) -> bool:
+        return bool(self._router.wanted)
 
     # -- called by the client ----------------------------------------------------
 
@@ -102,41 +77,38 @@ class ClusterSubscriber:
         finally:
             self._close_retired()
 
-    def get_message(self, timeout: float = 0.0) -> dict[str, Any] | None:
+    def get_message(self, timeout: float = 0.0) -> Message | None:
         if self._stale:
             try:
                 with self._lock:
                     self._stale = False
                     try:
                         self._place(refresh=True)
-                    except Exception:
+                    except BaseException:  # in asyncio a cancel too (a change cuts reads short)
                         self._stale = True
                         raise
             finally:
                 self._close_retired()
-        try:
-            return self._inbox.get(timeout=timeout) if timeout > 0 else self._inbox.get_nowait()
-        except queue.Empty:
-            return None
+        return self._inbox.get(timeout)
 
     def close(self) -> None:
-        with self._lock:
+        with self._state:
             self._retired += self._readers.values()
             self._readers = {}
         self._close_retired()
 
     def _close_retired(self) -> None:
-        with self._lock:
+        with self._state:
             retired, self._retired = self._retired, []
         for reader in retired:
             reader.close()
 
     # -- called by the node readers --------------------------------------------
 
-    def received(self, node: str, message: dict[str, Any]) -> None:
+    def received(self, node: str, message: Message) -> None:
         if message.get("type") in UNSUBSCRIBED:
             channel = text(message.get("channel") or b"")
-            with self._lock:
+            with self._state:
                 if self._router.dropped(node, channel):
                     logger.info("pub/sub: the slot of a channel moved; subscribing again")
                     self._stale = True
@@ -151,7 +123,7 @@ class ClusterSubscriber:
         # again (on its next wait) fails in turn if the cluster is really out of
         # reach, and that failure is the outage the listener reports. Queued
         # errors would outlive the outage and stall the listener after it.
-        with self._lock:
+        with self._state:
             # Subscribe the node's channels again wherever the fresh map says.
             self._router.forget_node(node)
             self._stale = True
@@ -160,9 +132,13 @@ class ClusterSubscriber:
     # -- placing channels --------------------------------------------------------
 
     def _owner(self, channel: str) -> str:
-        return str(self._cluster.get_node_from_key(channel).name)
+        node = self._cluster.get_node_from_key(channel)
+        if node is None:
+            raise SlotNotCoveredError(f"no node serves the slot of a channel ({channel!r})")
+        return str(node.name)
 
     def _place(self, *, refresh: bool) -> None:
+        ready(self._cluster)  # a client passed in may not have read the slot map
         known = None
         if refresh:  # channels the server may have dropped silently are placed again
             self._cluster.nodes_manager.initialize()
@@ -185,30 +161,27 @@ class ClusterSubscriber:
             reader.pubsub.subscribe(*step.channels)
         self._router.place(step.node, step.channels)
 
-    def _leave(self, reader: _NodeReader, names: list[str]) -> None:
+    def _leave(self, reader: NodeReader, names: list[str]) -> None:
         try:
             if self._sharded:
-                reader.pubsub.sunsubscribe(*names)  # type: ignore[no-untyped-call]
+                reader.pubsub.sunsubscribe(*names)
             else:
-                reader.pubsub.unsubscribe(*names)  # type: ignore[no-untyped-call]
+                reader.pubsub.unsubscribe(*names)
         except Exception as error:  # the node is gone: its connection goes with it
             logger.debug("pub/sub: unsubscribing on node %s failed: %s", reader.name, error)
-            self._drop_reader(reader.name)
+            self._router.forget_node(reader.name)
+            self._retire(reader.name)
 
-    def _reader(self, node: str) -> _NodeReader:
+    def _reader(self, node: str) -> NodeReader:
         reader = self._readers.get(node)
         if reader is None:
             found = self._cluster.get_node(node_name=node)
-            pool = self._cluster.get_redis_connection(found).connection_pool
-            kwargs = {**pool.connection_kwargs, **self._overrides}
-            connections = redis_py.ConnectionPool(connection_class=pool.connection_class, **kwargs)
-            client = redis_py.Redis(connection_pool=connections)
-            reader = self._readers[node] = _NodeReader(node, client, self)
+            if found is None:
+                raise RedisConnectionError(f"cluster node {node} is not in the slot map")
+            client = node_client(self._cluster, found, self._overrides)
+            reader = NodeReader(node, client, self.received, self.failed)
+            self._readers[node] = reader
         return reader
-
-    def _drop_reader(self, node: str) -> None:
-        self._router.forget_node(node)
-        self._retire(node)
 
     def _retire(self, node: str) -> None:
         """Close ``node``'s reader once the lock is released."""

@@ -1,55 +1,72 @@
-"""Running plans with blocking calls: the sync client's executor, also used by
-the lease thread of `AsyncWorqr` (`lease`)."""
+# Generated from async_exec.py by tools/unasync.py: do not edit; edit async_exec.py
+# and run `python tools/unasync.py` (make lint fails while this copy is stale).
+"""Running plans: the one executor of both clients.
+
+Written once, in ``async_exec.py`` (asyncio: the executor of `AsyncWorqr`);
+``tools/unasync.py`` writes ``sync_exec.py`` from it (blocking: the executor of
+`Worqr`, of the lease thread of `AsyncWorqr`, of a worker's lanes and of the
+exporter's reads), and ``make lint`` fails when that copy is stale. What the two
+colours do differently is one small function or name each in ``async_seams.py``
+and ``sync_seams.py``, imported under the same names.
+"""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-import redis as redis_py
-from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from tenacity import Retrying
 
-from .._core.calls import Listen, Pinned, Plan, Request, Subscribe, Wait, may_resend
+from .._core.calls import Call, Listen, Pinned, Plan, Request, Subscribe, may_resend
 from .._core.failures import final_error
 from .._core.lua import digest, source
-from .._core.pinned import Command, Refresh, cluster_route, commands, target
+from .._core.pinned import Refresh, cluster_route, commands, unknown_scripts
 from .._settings import Settings
-from .connect import cluster_node_client
-from .resend import tenacity_options
+from . import resend
+from .sync_seams import (
+    Client,
+    Cluster,
+    Subscriber,
+    Waiter,
+    honour_cancel,
+    node_pipeline,
+    pipeline,
+    ready,
+    timer,
+    wait_signal,
+)
 
 T = TypeVar("T")
 
 
-def _pipeline(client: redis_py.Redis, sent: list[Command]) -> list[Any]:
-    """Send commands back to back on one connection, without MULTI."""
-    with client.pipeline(transaction=False) as pipe:
-        for args in sent:
-            pipe.execute_command(*args)  # type: ignore[no-untyped-call]
-        return pipe.execute(raise_on_error=False)
-
-
 class SyncExecutor:
-    """Executes what plans yield on one sync redis-py client (standalone,
-    Sentinel or Cluster), resending what is safe for the deadline.
+    """Executes what plans yield on one redis-py client (standalone, Sentinel
+    or Cluster), resending what is safe for the deadline (`resend`).
     ``subscribe`` carries out `Subscribe` requests and ``add_waiter`` registers
-    the waiters of `Listen` (None: a plan must not yield them)."""
+    the waiters of `Listen` (None: a plan must not yield them).
+    ``command_timeout``: seconds each command gets, for a client whose
+    connections have no socket timeout (None: theirs bounds each call)."""
 
     def __init__(
         self,
-        redis: redis_py.Redis | RedisCluster,
+        redis: Client,
         settings: Settings,
-        subscribe: Callable[[Subscribe], None] | None = None,
-        add_waiter: Callable[[tuple[str, str, str], threading.Event], None] | None = None,
+        subscribe: Subscriber | None = None,
+        add_waiter: Callable[[tuple[str, str, str], Waiter], None] | None = None,
+        command_timeout: float | None = None,
     ) -> None:
         self.redis = redis
+        self._redis: Any = redis  # (redis-py's sync clients are not fully annotated)
         self.settings = settings
         self._subscribe = subscribe
         self._add_waiter = add_waiter
+        self._command_timeout = command_timeout
 
     def drive(self, plan: Plan[T], deadline: float | None = None) -> T:
+        """Run ``plan``; resend what is safe for ``deadline`` seconds (default
+        `Settings.retry_deadline`; 0: never)."""
         limit = self.settings.retry_deadline if deadline is None else deadline
         try:
             request = next(plan)
@@ -70,7 +87,7 @@ class SyncExecutor:
             if deadline <= 0 or not may_resend(request, error):
                 raise final_error(request, error) from error
         try:
-            for attempt in Retrying(**tenacity_options(request, deadline)):
+            for attempt in Retrying(**resend.tenacity_options(request, deadline)):
                 with attempt:
                     return self._execute_once(request)
         except Exception as error:
@@ -78,7 +95,23 @@ class SyncExecutor:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _execute_once(self, request: Request) -> Any:
-        redis = self.redis
+        return honour_cancel(self._send(request))
+
+    def _send(self, request: Request) -> Any:
+        if isinstance(request, Call | Pinned):  # nearly every request: first
+            limit = self._command_timeout
+            if limit is None:  # the client's own socket timeout bounds each read
+                return self._command(request)
+            scope = timer(limit)
+            try:
+                with scope:
+                    return self._command(request)
+            except TimeoutError as error:
+                if not scope.expired():
+                    raise
+                # redis-py's own words for a reply that did not come: ambiguous, as
+                # when its socket_timeout fires (the connection is closed either way).
+                raise RedisTimeoutError(f"Timeout reading a reply ({limit:g} s)") from error
         if isinstance(request, Subscribe):
             if self._subscribe is None:
                 raise TypeError("this executor has no subscriber")
@@ -87,33 +120,37 @@ class SyncExecutor:
         if isinstance(request, Listen):
             if self._add_waiter is None:
                 raise TypeError("this executor has no listener")
-            event = threading.Event()
-            self._add_waiter(request.key, event)
-            return event
-        if isinstance(request, Wait):
-            request.waiter.wait(request.timeout)
-            request.waiter.clear()
-            return None
+            waiter = Waiter()
+            self._add_waiter(request.key, waiter)
+            return waiter
+        wait_signal(request.waiter, request.timeout)  # a Wait
+        request.waiter.clear()
+        return None
+
+    def _command(self, request: Call | Pinned) -> Any:
+        """Run a request that talks to Redis: a command, a script or a pinned group."""
+        redis = self._redis
         if isinstance(request, Pinned):
-            if isinstance(redis, RedisCluster):
+            if isinstance(redis, Cluster):
                 return self._pinned_on_cluster(redis, request)
-            return _pipeline(redis, commands(request))
+            return pipeline(redis, commands(request))
         if request.script is None:
-            return redis.execute_command(*request.args)  # type: ignore[no-untyped-call]
+            return redis.execute_command(*request.args)
         # EVALSHA straight away (redis-py's Script adds a fifth to a call's cost);
         # NOSCRIPT (after a restart or failover) loads the script and sends it again.
         keys = request.keys
         try:
-            return redis.execute_command(  # type: ignore[no-untyped-call]
+            return redis.execute_command(
                 "EVALSHA", digest(request.script), len(keys), *keys, *request.args
             )
         except NoScriptError:
             redis.script_load(source(request.script))
-            return redis.execute_command(  # type: ignore[no-untyped-call]
+            return redis.execute_command(
                 "EVALSHA", digest(request.script), len(keys), *keys, *request.args
             )
 
-    def _pinned_on_cluster(self, cluster: RedisCluster, request: Pinned) -> list[Any]:
+    def _pinned_on_cluster(self, cluster: Cluster, request: Pinned) -> list[Any]:
+        ready(cluster)
         route = cluster_route(request)
         try:
             step = next(route)
@@ -123,11 +160,29 @@ class SyncExecutor:
                         cluster.nodes_manager.initialize()
                         reply = None
                     else:
-                        node = cluster_node_client(cluster, target(cluster, step))
-                        reply = _pipeline(node, step.commands)
+                        reply = node_pipeline(cluster, step)
                 except Exception as error:
                     step = route.throw(error)
                 else:
                     step = route.send(reply)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+
+    def batch(self, calls: Sequence[Call]) -> list[Any]:
+        """The replies of independent reads, pipelined in one round trip, each
+        routed by the client (on a cluster: by its keys to their node); the
+        first error reply is raised. Scripts go as plain ``EVALSHA`` commands
+        (redis-py's cluster pipeline refuses ``evalsha()``): when Redis did not
+        know one (NOSCRIPT), it is loaded (on a cluster: on every master) and the
+        batch sent again. Nothing else is resent (the exporter's reads)."""
+        sent = commands(Pinned(tuple(calls)))
+        replies = pipeline(self._redis, sent)
+        unknown = unknown_scripts(calls, replies)
+        if unknown:
+            for name in unknown:
+                self._redis.script_load(source(name))
+            replies = pipeline(self._redis, sent)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return replies

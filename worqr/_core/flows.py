@@ -13,8 +13,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from redis.exceptions import NoScriptError
-
 from .._errors import JobNotFoundError, WrongQueueKindError
 from .._flows import FlowInfo, FlowJob, FlowRef, Step, chain_specs, compact, flow_state, tree_specs
 from .._jobs import JobInfo, ms, new_job_id
@@ -23,6 +21,7 @@ from .calls import Pinned, Plan, command
 from .failures import checked_replies
 from .jobs_read import JobReads
 from .jobs_submit import JobProducing, job_options
+from .pinned import loaded
 
 READ_CHUNK = 500  # job reads per pinned group of get_flow
 
@@ -111,13 +110,7 @@ class Flows(JobProducing, JobReads):
                         for id in chunk
                     )
                 )
-                replies = yield request
-                if any(isinstance(reply, NoScriptError) for reply in replies):
-                    for id in chunk:  # scripts flushed meanwhile: one by one (reloads)
-                        info = yield from self.read_job(queue, id)
-                        if info is not None:
-                            found[queue, id] = info
-                    continue
+                replies = yield from loaded(request)  # scripts flushed meanwhile: reloaded
                 for id, reply in zip(chunk, checked_replies(request, replies), strict=True):
                     if reply is not None:
                         found[queue, id] = self.job_info_of(queue, id, reply)

@@ -10,12 +10,16 @@ the group is sent again to the node named (after re-reading the slot map for
 ``MOVED``; behind ``ASKING`` for ``ASK``). Connection failures are raised as for
 any call (an enqueue whose reply was lost is never resent) after the slot map is
 re-read, so a resend that is safe finds the new master after a failover.
+
+`loaded` sends a group whose scripts Redis may have forgotten (NOSCRIPT, after
+a restart, a failover or ``SCRIPT FLUSH``): the plans' one way to reload them
+on the group's own connection.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -24,13 +28,14 @@ from redis.exceptions import (
     ClusterDownError,
     ClusterError,
     MovedError,
+    NoScriptError,
     ResponseError,
     SlotNotCoveredError,
     TryAgainError,
 )
 
-from .calls import Arg, Pinned, is_connection_error
-from .lua import digest
+from .calls import Arg, Call, Pinned, Plan, command, is_connection_error
+from .lua import digest, source
 
 REDIRECTS = 5  # MOVED/ASK answers followed per group before resending it later
 
@@ -51,6 +56,40 @@ def commands(request: Pinned, *, asking: bool = False) -> list[Command]:
         else:
             sent.append(("EVALSHA", digest(call.script), len(call.keys), *call.keys, *call.args))
     return sent
+
+
+def unknown_scripts(calls: Sequence[Call], replies: Sequence[Any]) -> list[str]:
+    """The scripts of the calls Redis answered NOSCRIPT (it did not run them),
+    each once, in order."""
+    unknown = (
+        call.script
+        for call, reply in zip(calls, replies, strict=True)
+        if call.script is not None and isinstance(reply, NoScriptError)
+    )
+    return list(dict.fromkeys(unknown))
+
+
+def loaded(request: Pinned) -> Plan[list[Any]]:
+    """Send ``request`` and return its calls' replies, as ``yield request``
+    does; when Redis did not know a script (NOSCRIPT), send again, as one group
+    on one connection (on a cluster: the same node), ``SCRIPT LOAD`` of each
+    script it did not know, then the calls from the first that answered
+    NOSCRIPT on. The calls before it ran and are not sent again; it did not run.
+    The calls after it that ran must be safe to send twice (a ``WAIT``, reads):
+    if one is not, or NOSCRIPT comes back again (another flush meanwhile), the
+    reply holds the NOSCRIPT error, for the plan to judge."""
+    replies: list[Any] = yield request
+    unknown = unknown_scripts(request.calls, replies)
+    if not unknown:
+        return replies
+    first = next(i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError))
+    again = request.calls[first:]
+    ran = zip(again, replies[first:], strict=True)
+    if any(not call.idempotent and not isinstance(reply, NoScriptError) for call, reply in ran):
+        return replies
+    loads = tuple(command("SCRIPT", "LOAD", source(name)) for name in unknown)
+    resent: list[Any] = yield Pinned(loads + again)
+    return [*replies[:first], *resent[len(loads) :]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ResponseError
 
 from .._errors import (
     AmbiguousResultError,
@@ -19,7 +19,8 @@ from .._keys import QueueKeys
 from . import job_scripts, scripts
 from .base import text
 from .calls import Call, Pinned, Plan, command
-from .lua import source, translate
+from .lua import translate
+from .pinned import loaded
 from .relay import Relay
 
 ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
@@ -114,12 +115,8 @@ class Producing(Relay):
         if not required:
             return (yield call)
         wait = command("WAIT", required, self.settings.wait_timeout_ms)
-        reply, acked = yield Pinned((call, wait))
-        if isinstance(reply, NoScriptError):  # the script did not run: send it again after
-            # loading it on the same connection (on a cluster: the node that said NOSCRIPT)
-            assert call.script is not None
-            load = command("SCRIPT", "LOAD", source(call.script))
-            _, reply, acked = yield Pinned((load, call, wait))
+        # NOSCRIPT: loaded, and the pair sent again, on the same connection.
+        reply, acked = yield from loaded(Pinned((call, wait)))
         if isinstance(reply, ResponseError):
             raise translate(reply)
         if isinstance(acked, ResponseError):

@@ -14,22 +14,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import redis as redis_py
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from redis.cluster import RedisCluster
-from redis.exceptions import NoScriptError
 
 from .._clients.connect import resolve_url
 from .._clients.resend import no_redis_retries
 from .._clients.sentinel import client_from_url
+from .._clients.sync_exec import SyncExecutor
 from .._core import job_scripts
-from .._core.lua import digest, source
+from .._core.calls import Call, command
 from .._jobs import STATES
-from .._keys import MeshKeys, QueueKeys
+from .._keys import MeshKeys
+from .._settings import Settings
 from .flow_metrics import outbox_metrics
 from .limit_metrics import limit_metrics
 from .schedules import STALLED_HELP, read_schedules
@@ -80,8 +81,6 @@ STAT_EVENTS = TASK_EVENTS + tuple(e for e in JOB_EVENTS if e not in TASK_EVENTS)
 exports its `TASK_EVENTS`, a job queue its `JOB_EVENTS`, so the ``event`` label
 stays bounded and no queue carries zeros for events its kind cannot have."""
 
-JOB_COUNTS = "job_counts"  # the script giving a job queue's exact counts by state
-
 MGET_BATCH = 1000  # alive keys per MGET
 PIPELINE_QUEUES = 200  # queues read per pipeline round trip
 
@@ -130,6 +129,8 @@ class MeshCollector(Collector):
         self, redis: redis_py.Redis | RedisCluster, prefix: str = "worqr", max_queues: int = 1000
     ):
         self.redis = redis
+        # The job counts' script calls (NOSCRIPT: loaded, and the batch sent again).
+        self._executor = SyncExecutor(redis, Settings())
         self.mesh = MeshKeys(prefix)
         self.max_queues = max_queues
         self.errors = 0
@@ -266,7 +267,7 @@ class MeshCollector(Collector):
             _gauge("worqr_queues", "Queues in the mesh registry", float(len(queues))),
             _gauge("worqr_workers_registered", "Workers in the mesh registry", float(len(workers))),
             _gauge("worqr_workers_alive", "Registered workers whose lease is alive", float(alive)),
-            *outbox_metrics(self.redis, mesh, [q for q in shown if q in listed]),
+            *outbox_metrics(self._executor, mesh, [q for q in shown if q in listed]),
             *limit_metrics(self.redis, mesh, [q for q in shown if q in listed]),
         ]
 
@@ -275,22 +276,20 @@ class MeshCollector(Collector):
     ) -> tuple[dict[str, list[Any]], dict[str, tuple[dict[str, int], int]]]:
         """One round trip: every queue's lengths, counters and kind, and the job
         counts of those listed as job queues."""
-
-        def run() -> list[Any]:
-            with self.redis.pipeline(transaction=False) as pipe:
-                for queue in batch:
-                    keys = self.mesh.queue(queue)
-                    pipe.llen(keys.tasks)
-                    pipe.hlen(keys.processes)
-                    pipe.llen(keys.failed)
-                    pipe.scard(keys.members)
-                    pipe.hmget(keys.stats, list(STAT_EVENTS))
-                    pipe.hget(keys.config, "kind")
-                    if queue in listed:
-                        self._queue_job_counts(pipe, keys)
-                return list(pipe.execute())
-
-        flat = self._with_script(run)
+        calls: list[Call] = []
+        for queue in batch:
+            keys = self.mesh.queue(queue)
+            calls += (
+                command("LLEN", keys.tasks),
+                command("HLEN", keys.processes),
+                command("LLEN", keys.failed),
+                command("SCARD", keys.members),
+                command("HMGET", keys.stats, *STAT_EVENTS),
+                command("HGET", keys.config, "kind"),
+            )
+            if queue in listed:
+                calls.append(job_scripts.job_counts(keys))
+        flat = self._executor.batch(calls)
         replies: dict[str, list[Any]] = {}
         counted: dict[str, tuple[dict[str, int], int]] = {}
         at = 0
@@ -304,31 +303,9 @@ class MeshCollector(Collector):
         return replies, counted
 
     def _read_job_counts(self, queues: list[str]) -> dict[str, tuple[dict[str, int], int]]:
-        def run() -> list[Any]:
-            with self.redis.pipeline(transaction=False) as pipe:
-                for queue in queues:
-                    self._queue_job_counts(pipe, self.mesh.queue(queue))
-                return list(pipe.execute())
-
-        replies = self._with_script(run)
+        calls = [job_scripts.job_counts(self.mesh.queue(queue)) for queue in queues]
+        replies = self._executor.batch(calls)
         return {q: _job_counts(reply) for q, reply in zip(queues, replies, strict=True)}
-
-    @staticmethod
-    def _queue_job_counts(pipe: Any, keys: QueueKeys) -> None:
-        call = job_scripts.job_counts(keys)
-        # The command, not pipe.evalsha(): redis-py's cluster pipeline refuses that
-        # method, while the command routes by its keys (one slot per queue).
-        pipe.execute_command("EVALSHA", digest(JOB_COUNTS), len(call.keys), *call.keys, *call.args)
-
-    def _with_script(self, run: Callable[[], list[Any]]) -> list[Any]:
-        """Run a pipeline that calls ``job_counts`` by its digest; when Redis does
-        not know the script (a restart, a failover, SCRIPT FLUSH), load it and
-        run the pipeline again (it only reads)."""
-        try:
-            return run()
-        except NoScriptError:
-            self.redis.script_load(source(JOB_COUNTS))
-            return run()
 
     def _count_alive(self, workers: list[str]) -> int:
         alive = 0
