@@ -30,7 +30,6 @@ from collections.abc import Callable
 from functools import partial
 
 from .._clients.outage import OutageLog
-from .._errors import LeaseLostError
 from .._hooks import Hooks
 from .._jobs import JobProcess
 from .._process import Process
@@ -42,6 +41,7 @@ from .lane_calls import Finish, LaneCalls
 from .lane_orders import STOP, LaneOrders
 from .pace import HandlerPace
 from .running import HandlerEnd, Running, call_sync
+from .taking import Action, Pause, SendAlone, Take, TakeLoop, Taken, Took, Wake
 
 logger = logging.getLogger("worqr.worker")
 
@@ -74,8 +74,13 @@ class Lanes:
         self._capacity = capacity
         self._hooks = hooks
         self._stopping = stopping
-        self._lease_fresh = lease_fresh
-        self._fence_wait = fence_wait
+        self._steps: TakeLoop[Finish] = TakeLoop(
+            capacity,
+            stopping=stopping,
+            lease_fresh=lease_fresh,
+            fence_wait=fence_wait,
+            fills=False,  # a lane runs what it took
+        )
         self._orders = LaneOrders()
         self._lock = threading.Lock()  # the sets and dicts below, _busy, _drained
         self._ordered: set[str] = set()  # queues with a take order not picked up yet
@@ -272,60 +277,54 @@ class Lanes:
 
     # -- calls ---------------------------------------------------------------------
 
-    # Over the complexity bound (14): rewritten by the take-loop change, with Puller._fill.
-    def _take(  # noqa: C901
+    def _take(
         self, queue: str, finishes: list[Finish], outage: OutageLog, reserved: int = 0
     ) -> list[Process]:
         """Take as many processes as ``queue`` has free slots (``reserved`` of
         them held already), carrying ``finishes``, until Redis answers or the
-        worker stops."""
-        capacity, hooks = self._capacity, self._hooks
-        while True:
-            if self._stopping() or not self._lease_fresh():
-                if reserved:
-                    self._wake_all(capacity.abandon(queue, reserved))
-                    reserved = 0
-                if finishes:
-                    self._calls.finish_alone(finishes)  # the work was ours: its finish goes out
-                    finishes = []
-                if self._stopping():
-                    return []
-                time.sleep(self._fence_wait)  # self-fenced until a heartbeat lands
-                continue
-            if reserved:
-                reserved, wakeable = capacity.cap(queue, reserved)
-                self._wake_all(wakeable)
-            asked, reserved = reserved or capacity.reserve(queue), 0
-            if asked == 0:
-                if finishes:
-                    self._calls.finish_alone(finishes)
-                return []
-            with self._lock:
-                self._refused.discard(queue)
-            try:
-                accepted, processes, more = self._calls.take(queue, finishes, asked)
-            except LeaseLostError:  # the heartbeat re-registers us; try again then
-                self._wake_all(capacity.abandon(queue, asked))
-                for finish in finishes:  # refused whole: each is resent alone
-                    self._calls.to_loop(self._dispatch.finish_alone, *finish)
-                finishes = []
-                time.sleep(self._fence_wait)
-                continue
-            except Exception as error:  # Redis away (or a bug): never give up the queue
-                self._wake_all(capacity.abandon(queue, asked))
-                outage.failed(error)
-                time.sleep(outage.backoff())
-                continue
-            outage.ok()
-            self._calls.report(finishes, accepted)
-            hooks.on_dequeue(queue, asked, len(processes))
-            self._wake_all(capacity.settle(queue, asked, len(processes)))
-            if len(processes) < asked:
+        worker stops. The decisions are `taking.TakeLoop`'s; this drives them
+        with blocking calls."""
+        held = _Held(self, queue, finishes)
+        steps = self._steps.steps(queue, held, outage, outage, reserved)
+        try:
+            action = next(steps)
+            while True:
+                try:
+                    reply = self._act(queue, action, held)
+                except BaseException as error:  # the step decides
+                    action = steps.throw(error)
+                else:
+                    action = steps.send(reply)
+        except StopIteration:
+            pass
+        if held.finishes:  # stopped: the work was ours, its finish goes out
+            self._calls.finish_alone(held.finishes)
+        return held.taken
+
+    def _act(self, queue: str, action: Action[Finish], held: _Held) -> Taken | None:
+        match action:
+            case Take(count=count, finishes=carried):
                 with self._lock:
-                    refused = queue in self._refused
-                if more or refused:  # jobs may be left, or a wake-up came meanwhile
-                    self.wake(queue)
-            return processes
+                    self._refused.discard(queue)
+                return self._calls.take(queue, carried, count)
+            case Took():
+                self._calls.report(action.finishes, action.accepted)
+                self._hooks.on_dequeue(queue, action.asked, len(action.processes))
+                self._wake_all(action.wake)
+                held.taken = action.processes
+            case SendAlone(finishes=carried, refused=refused):
+                # A refused take's finishes are resent by the loop, until Redis answers.
+                (self._calls.resend if refused else self._calls.finish_alone)(carried)
+            case Pause(seconds=seconds):
+                time.sleep(seconds)
+            case Wake(queues=queues):
+                self._wake_all(queues)
+        return None
+
+    def _woken(self, queue: str) -> bool:
+        """Whether a wake-up of ``queue`` came while its take was in flight."""
+        with self._lock:
+            return queue in self._refused
 
     # -- bookkeeping ---------------------------------------------------------------
 
@@ -345,3 +344,26 @@ class Lanes:
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+class _Held:
+    """What a lane holds for one take loop of ``queue``: the finishes it carries
+    (`taking.Finishes`), and the processes the take brought."""
+
+    __slots__ = ("_lanes", "_queue", "finishes", "taken")
+
+    def __init__(self, lanes: Lanes, queue: str, finishes: list[Finish]) -> None:
+        self._lanes = lanes
+        self._queue = queue
+        self.finishes = finishes
+        self.taken: list[Process] = []
+
+    def carry(self) -> list[Finish]:
+        finishes, self.finishes = self.finishes, []
+        return finishes
+
+    def keep(self, finishes: list[Finish]) -> None:
+        self.finishes = finishes + self.finishes
+
+    def again(self) -> bool:
+        return self._lanes._woken(self._queue)
