@@ -3,7 +3,7 @@ threads: each branch as the actions it yields, driven by scripted replies."""
 
 from __future__ import annotations
 
-import asyncio
+import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -46,27 +46,26 @@ def taker(
     return TakeLoop(capacity, stopping=stopping, lease_fresh=fresh, fence_wait=FENCE, fills=fills)
 
 
-Reply = Taken | BaseException | Callable[[Take[str]], Taken | BaseException]
+Reply = Taken | Exception | Callable[[Take[str]], Taken | Exception]
 
 
 def drive(steps: Any, replies: Iterable[Reply] = ()) -> list[Action[str]]:
-    """Every action ``steps`` yields until it ends; each `Take` gets the next
-    of ``replies`` (a reply, an error thrown in, or a function of the take)."""
+    """Every action ``steps`` yields until it ends, as a shell drives it: each
+    `Take` gets the next of ``replies`` (a reply, an error, or a function of
+    the take that returns one)."""
     left, done = list(replies), []
-    try:
-        action = next(steps)
-        while True:
-            done.append(action)
-            reply: Any = None
-            if isinstance(action, Take):
-                assert left, f"no reply left for {action}"
-                reply = left.pop(0)
-                reply = reply(action) if callable(reply) else reply
-            throw = isinstance(reply, BaseException)
-            action = steps.throw(reply) if throw else steps.send(reply)
-    except StopIteration:
-        assert not left, "replies left over"
-        return done
+    for action in steps:
+        done.append(copy.copy(action))  # as yielded (a take's reply is set below)
+        if isinstance(action, Take):
+            assert left, f"no reply left for {action}"
+            reply = left.pop(0)
+            reply = reply(action) if callable(reply) else reply
+            if isinstance(reply, Exception):
+                action.error = reply
+            else:
+                action.reply = reply
+    assert not left, "replies left over"
+    return done
 
 
 def took(n: int, *, accepted: list[bool] | None = None, more: bool = False) -> Taken:
@@ -266,18 +265,19 @@ def test_an_outage_that_holds_finishes_is_the_acknowledgements_outage() -> None:
     capacity = Capacity(["q"], concurrency=1, limits={})
     outage, ack_outage = logs()
     steps = taker(capacity, fills=False).steps("q", Held(["f"]), outage, ack_outage)
-    assert next(steps) == Take(1, ["f"])
-    assert steps.throw(RedisConnectionError("down")) == Pause(0.1)
+    take = next(steps)
+    assert take == Take(1, ["f"])
+    take.error = RedisConnectionError("down")
+    assert next(steps) == Pause(0.1)
     assert ack_outage.failures == 1 and outage.failures == 0
     assert capacity.held("q") == 0 and capacity.starved("q")
 
 
-def test_a_cancel_frees_the_slots_leaves_the_finishes_with_the_shell_and_goes_out() -> None:
+def test_a_shell_that_stops_driving_frees_the_slots_and_keeps_the_finishes() -> None:
     capacity = Capacity(["q", "other"], concurrency=1, limits={})
     held = Held(["f"])
     steps = taker(capacity, fills=True).steps("q", held, *logs())
     assert next(steps) == Take(1, ["f"])
-    capacity.reserve("other")  # starved: a cancel wakes nobody
-    with pytest.raises(asyncio.CancelledError):
-        steps.throw(asyncio.CancelledError())
+    capacity.reserve("other")  # starved: a cancel wakes nobody (the loop is going away)
+    steps.close()  # as the shell does when its take is cancelled
     assert held.finishes == ["f"] and capacity.held("q") == 0

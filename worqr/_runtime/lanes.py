@@ -41,7 +41,7 @@ from .lane_calls import Finish, LaneCalls
 from .lane_orders import STOP, LaneOrders
 from .pace import HandlerPace
 from .running import HandlerEnd, Running, call_sync
-from .taking import Action, Pause, SendAlone, Take, TakeLoop, Taken, Took, Wake
+from .taking import Pause, SendAlone, Take, TakeLoop, Took, Wake
 
 logger = logging.getLogger("worqr.worker")
 
@@ -136,26 +136,26 @@ class Lanes:
     # -- one lane ------------------------------------------------------------------
 
     def _run(self) -> None:
-        outage = OutageLog("take work")
+        lane = _Lane(self)
         while True:
             order = self._orders.wait()
             if order is STOP:
                 return
             try:
-                self._serve(order, outage)
+                self._serve(order, lane)
             except Exception:  # a bug: logged; the lane lives on
                 logger.exception("a handler lane failed")
 
-    def _serve(self, order: object, outage: OutageLog) -> None:
+    def _serve(self, order: object, lane: _Lane) -> None:
         if isinstance(order, str):
             with self._lock:
                 self._ordered.discard(order)
-            self._orders.line_up(self._take(order, [], outage), runs_one=True)
+            self._orders.line_up(self._take(order, [], lane), runs_one=True)
         # The line is empty before a lane idles: nothing in it waits unseen.
         while (process := self._orders.next()) is not None:
-            self._orders.line_up(self._work(process, outage), runs_one=True)
+            self._orders.line_up(self._work(process, lane), runs_one=True)
 
-    def _work(self, process: Process, outage: OutageLog) -> list[Process]:
+    def _work(self, process: Process, lane: _Lane) -> list[Process]:
         """Run one process; returns what the take carrying its finish brought."""
         dispatch, queue = self._dispatch, process.queue
         if self._stopping():  # taken as the worker stopped: deregistering returns it
@@ -189,7 +189,7 @@ class Lanes:
                 end.returned(context.run(call_sync, spec.function, process.task))
             except BaseException as error:  # the outcome policy decides; the lane lives on
                 end.raised(error)
-            return self._ended(running, outage)
+            return self._ended(running, lane)
         finally:
             self._idle_one()
 
@@ -197,7 +197,7 @@ class Lanes:
         running.progressed = True  # its end goes through the loop, after this report
         self._dispatch.jobs.report(self._loop, job, value)
 
-    def _ended(self, running: Running, outage: OutageLog) -> list[Process]:
+    def _ended(self, running: Running, lane: _Lane) -> list[Process]:
         """A plain finish rides on the lane's next take; anything else is settled
         on the loop (which acknowledges it and frees its slot)."""
         dispatch, process = self._dispatch, running.process
@@ -217,7 +217,7 @@ class Lanes:
         target, reserved = self._capacity.pass_on(queue)
         if target != queue:
             self._calls.finish_alone([finish])
-            return self._take(target, [], outage, reserved)
+            return self._take(target, [], lane, reserved)
         with self._lock:
             if queue in self._calling:
                 # Another lane's take of this queue is in flight: its next call
@@ -226,10 +226,10 @@ class Lanes:
                 self._busy += 1  # until that call lands: a drain waits for it
                 return []
             self._calling.add(queue)
-        return self._combine(queue, [finish], reserved, outage)
+        return self._combine(queue, [finish], reserved, lane)
 
     def _combine(
-        self, queue: str, finishes: list[Finish], reserved: int, outage: OutageLog
+        self, queue: str, finishes: list[Finish], reserved: int, lane: _Lane
     ) -> list[Process]:
         """Carry ``finishes`` into a take, then the finishes other lanes left
         meanwhile, until none wait: one call per batch when lanes end together
@@ -238,7 +238,7 @@ class Lanes:
         carried = 0  # deposits carried: each held the drain open
         try:
             while True:
-                processes = self._take(queue, finishes, outage, reserved)
+                processes = self._take(queue, finishes, lane, reserved)
                 with self._lock:
                     deposits = self._deposits.pop(queue, [])
                     if not deposits:
@@ -278,48 +278,48 @@ class Lanes:
     # -- calls ---------------------------------------------------------------------
 
     def _take(
-        self, queue: str, finishes: list[Finish], outage: OutageLog, reserved: int = 0
+        self, queue: str, finishes: list[Finish], lane: _Lane, reserved: int = 0
     ) -> list[Process]:
         """Take as many processes as ``queue`` has free slots (``reserved`` of
         them held already), carrying ``finishes``, until Redis answers or the
         worker stops. The decisions are `taking.TakeLoop`'s; this drives them
         with blocking calls."""
-        held = _Held(self, queue, finishes)
-        steps = self._steps.steps(queue, held, outage, outage, reserved)
+        lane.queue, lane.finishes, lane.taken = queue, finishes, []
+        steps = self._steps.steps(queue, lane, lane.outage, lane.outage, reserved)
         try:
-            action = next(steps)
-            while True:
-                try:
-                    reply = self._act(queue, action, held)
-                except BaseException as error:  # the step decides
-                    action = steps.throw(error)
-                else:
-                    action = steps.send(reply)
-        except StopIteration:
-            pass
-        if held.finishes:  # stopped: the work was ours, its finish goes out
-            self._calls.finish_alone(held.finishes)
-        return held.taken
+            for action in steps:
+                if type(action) is Take:
+                    self._send(queue, action)
+                elif type(action) is Took:
+                    self._took(queue, action)
+                    lane.taken = action.processes
+                elif type(action) is Pause:
+                    time.sleep(action.seconds)
+                elif type(action) is SendAlone:
+                    # A refused take's finishes are resent by the loop, until Redis answers.
+                    send = self._calls.resend if action.refused else self._calls.finish_alone
+                    send(action.finishes)
+                elif type(action) is Wake:
+                    self._wake_all(action.queues)
+        except BaseException:  # a bug: the take in flight gives its slots back
+            steps.close()
+            raise
+        if lane.finishes:  # stopped: the work was ours, its finish goes out
+            self._calls.finish_alone(lane.carry())
+        return lane.taken
 
-    def _act(self, queue: str, action: Action[Finish], held: _Held) -> Taken | None:
-        match action:
-            case Take(count=count, finishes=carried):
-                with self._lock:
-                    self._refused.discard(queue)
-                return self._calls.take(queue, carried, count)
-            case Took():
-                self._calls.report(action.finishes, action.accepted)
-                self._hooks.on_dequeue(queue, action.asked, len(action.processes))
-                self._wake_all(action.wake)
-                held.taken = action.processes
-            case SendAlone(finishes=carried, refused=refused):
-                # A refused take's finishes are resent by the loop, until Redis answers.
-                (self._calls.resend if refused else self._calls.finish_alone)(carried)
-            case Pause(seconds=seconds):
-                time.sleep(seconds)
-            case Wake(queues=queues):
-                self._wake_all(queues)
-        return None
+    def _send(self, queue: str, take: Take[Finish]) -> None:
+        with self._lock:
+            self._refused.discard(queue)
+        try:
+            take.reply = self._calls.take(queue, take.finishes, take.count)
+        except Exception as error:  # the step decides what it means
+            take.error = error
+
+    def _took(self, queue: str, took: Took[Finish]) -> None:
+        self._calls.report(took.finishes, took.accepted)
+        self._hooks.on_dequeue(queue, took.asked, len(took.processes))
+        self._wake_all(took.wake)
 
     def _woken(self, queue: str) -> bool:
         """Whether a wake-up of ``queue`` came while its take was in flight."""
@@ -346,16 +346,18 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-class _Held:
-    """What a lane holds for one take loop of ``queue``: the finishes it carries
-    (`taking.Finishes`), and the processes the take brought."""
+class _Lane:
+    """One lane's own state: its outage log, and what it holds for the take loop
+    it runs (`taking.Finishes`): the queue, the finishes it carries, and the
+    processes the take brought."""
 
-    __slots__ = ("_lanes", "_queue", "finishes", "taken")
+    __slots__ = ("_lanes", "finishes", "outage", "queue", "taken")
 
-    def __init__(self, lanes: Lanes, queue: str, finishes: list[Finish]) -> None:
+    def __init__(self, lanes: Lanes) -> None:
         self._lanes = lanes
-        self._queue = queue
-        self.finishes = finishes
+        self.outage = OutageLog("take work")
+        self.queue = ""
+        self.finishes: list[Finish] = []
         self.taken: list[Process] = []
 
     def carry(self) -> list[Finish]:
@@ -366,4 +368,4 @@ class _Held:
         self.finishes = finishes + self.finishes
 
     def again(self) -> bool:
-        return self._lanes._woken(self._queue)
+        return self._lanes._woken(self.queue)

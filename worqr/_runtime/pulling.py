@@ -14,7 +14,7 @@ from .._hooks import Hooks
 from .._process import Process
 from .acks import Ack, AckBatcher, Acknowledger, job_finishes
 from .capacity import Capacity
-from .taking import Action, Pause, SendAlone, Take, TakeLoop, Taken, Took, Wake
+from .taking import Pause, SendAlone, Take, TakeLoop, Taken, Took, Wake
 
 
 class Puller:
@@ -84,36 +84,30 @@ class Puller:
         finishes the processes waiting on this queue, in the same script call."""
         steps = self._steps.steps(queue, waiting, outage, self.acks.outage)
         try:
-            action = next(steps)
-            while True:
-                reply: Taken | None = None
-                try:
-                    match action:
-                        case Take(count=count, finishes=carried):
-                            reply = await self._take(queue, count, carried)
-                        case Pause(seconds=seconds):
-                            await asyncio.sleep(seconds)
-                        case _:
-                            self._act(queue, action)
-                except BaseException as error:  # the step decides; a cancel goes back out
-                    action = steps.throw(error)
-                else:
-                    action = steps.send(reply)
-        except StopIteration:
-            return
+            for action in steps:
+                if type(action) is Take:
+                    try:
+                        action.reply = await self._take(queue, action.count, action.finishes)
+                    except Exception as error:  # the step decides what it means
+                        action.error = error
+                elif type(action) is Took:
+                    self._took(queue, action)
+                elif type(action) is Pause:
+                    await asyncio.sleep(action.seconds)
+                elif type(action) is SendAlone:
+                    self.acks.send_alone(queue, action.finishes)
+                elif type(action) is Wake:
+                    self._wake(action.queues)
+        except BaseException:  # cancelled: the take in flight gives its slots back
+            steps.close()
+            raise
 
-    def _act(self, queue: str, action: Action[Ack]) -> None:
-        """What needs no wait: ``Took`` starts its processes right after the settle."""
-        if isinstance(action, Took):
-            self.acks.batch.resolve(action.finishes, action.accepted)
-            self._wake(action.wake)
-            self.hooks.on_dequeue(queue, action.asked, len(action.processes))
-            for process in action.processes:
-                self._start(process)
-        elif isinstance(action, SendAlone):
-            self.acks.send_alone(queue, action.finishes)
-        elif isinstance(action, Wake):
-            self._wake(action.queues)
+    def _took(self, queue: str, took: Took[Ack]) -> None:
+        self.acks.batch.resolve(took.finishes, took.accepted)
+        self._wake(took.wake)
+        self.hooks.on_dequeue(queue, took.asked, len(took.processes))
+        for process in took.processes:  # no await between settle and start: no over-commit
+            self._start(process)
 
     async def _take(self, queue: str, count: int, carried: list[Ack]) -> Taken:
         """Finish ``carried`` and take up to ``count`` tasks or jobs in one call:

@@ -11,10 +11,15 @@ backs off.
 
 `TakeLoop.steps` is that loop as a generator of *actions*, like the core's
 plans (`worqr._core.calls`): it yields what to do, and the shell that drives
-it does it with its own I/O (``await`` or a blocking call) and sends back the
-take's reply, or throws the take's error in. It keeps the slot accounting
-(`Capacity`) and the outage logs itself; the finishes stay with the shell
-(`Finishes`), so whatever a loop that ends did not send is still there.
+it (``for action in steps``) does it with its own I/O, ``await`` or a blocking
+call, and leaves a take's reply or error on the `Take` itself. A shell that
+stops driving (a cancel) closes the generator, which gives back the slots of
+the take in flight. The step keeps the slot accounting (`Capacity`) and the
+outage logs itself; the finishes stay with the shell (`Finishes`), so
+whatever a loop that ends did not send is still there.
+
+A drain's steady state costs one generator, one `Take` and one `Took` per
+take, and no exception: a generator driven by ``for`` ends without one.
 """
 
 from __future__ import annotations
@@ -37,11 +42,13 @@ and whether a job take stopped early with jobs maybe left."""
 
 @dataclass(slots=True)
 class Take(Generic[F]):
-    """Finish ``finishes`` and take up to ``count`` processes in one call; send
-    back its `Taken` reply, or throw its error in."""
+    """Finish ``finishes`` and take up to ``count`` processes in one call; the
+    shell sets ``reply``, or ``error`` when the call raised an `Exception`."""
 
     count: int
     finishes: list[F]
+    reply: Taken | None = None
+    error: Exception | None = None
 
 
 @dataclass(slots=True)
@@ -81,8 +88,8 @@ class Wake:
 
 
 Action = Take[F] | Took[F] | SendAlone[F] | Pause | Wake
-Steps = Generator[Action[F], Taken | None, None]
-Turn = Generator[Action[F], Taken | None, bool]  # returns whether the loop goes on
+Steps = Generator[Action[F], None, None]
+Turn = Generator[Action[F], None, bool]  # returns whether the loop goes on
 
 
 class Finishes(Protocol[F]):
@@ -156,48 +163,44 @@ class TakeLoop(Generic[F]):
                 yield from self._alone(finishes)  # no slot to fill: the finishes go alone
                 return  # a process ending wakes this queue again
             carried = finishes.carry()
+            take = Take(asked, carried)
             try:
-                taken = yield Take(asked, carried)
-            except BaseException as error:
-                yield from self._failed(queue, asked, carried, finishes, outage, ack_outage, error)
+                yield take
+            except GeneratorExit:  # the shell stopped (a cancel) and holds what it did
+                capacity.abandon(queue, asked)
+                finishes.keep(carried)
+                raise
+            if take.reply is None:
+                assert take.error is not None
+                yield from self._failed(queue, take, finishes, outage, ack_outage)
                 continue
-            assert taken is not None
-            accepted, processes, more = taken
+            accepted, processes, more = take.reply
             outage.ok()
             if carried:
                 ack_outage.ok()
             got = len(processes)
             wake = capacity.settle(queue, asked, got)
-            again = self._again(queue, asked, got, more, finishes, wake)
+            # Full: maybe more queued (the queue stays starved; a lane's next freed slot serves it).
+            again = self.fills if got == asked else self._again(queue, more, finishes, wake)
             # The shell starts them with no wait after the settle: no over-commit.
             yield Took(asked, processes, carried, accepted, wake)
             if not again:
                 return
 
     def _reserve(self, queue: str, reserved: int) -> tuple[int, list[str]]:
-        """Slots to ask the next take for (0: none free): ``reserved`` cut to
-        ``batch`` (with the queues the rest can serve), else reserved now."""
+        """Slots to ask the next take for (0: none free): ``reserved`` (held
+        already, a lane's) cut to ``batch``, with the queues the rest can
+        serve; else reserved now."""
         if reserved:
             return self.capacity.cap(queue, reserved)
         return self.capacity.reserve(queue), []
 
-    def _again(
-        self,
-        queue: str,
-        asked: int,
-        got: int,
-        more: bool,
-        finishes: Finishes[F],
-        wake: list[str],
-    ) -> bool:
-        """After a take's slots are settled: whether to take again. The queue
-        may hold more when the take came back full, or short with jobs maybe
-        left, finishes waiting or a wake-up come meanwhile (read after the
-        settle: a wake-up during the take must not die with the starved mark
-        the settle cleared). A lane runs what it took instead, and adds the
-        queue to ``wake`` when it came back short but may hold more."""
-        if got == asked:
-            return self.fills  # for a lane: the queue stays starved, a freed slot serves it
+    def _again(self, queue: str, more: bool, finishes: Finishes[F], wake: list[str]) -> bool:
+        """After a take came back short, its slots settled: whether to take
+        again. The queue may hold more when jobs may be left, finishes wait, or
+        a wake-up came meanwhile (read after the settle: a wake-up during the
+        take must not die with the starved mark the settle cleared). A lane
+        runs what it took instead, and adds the queue to ``wake``."""
         if not more and not finishes.again():
             return False  # drained: the take put us in the idle set
         if not self.fills:
@@ -222,24 +225,19 @@ class TakeLoop(Generic[F]):
     def _failed(
         self,
         queue: str,
-        asked: int,
-        carried: list[F],
+        take: Take[F],
         finishes: Finishes[F],
         outage: OutageLog,
         ack_outage: OutageLog,
-        error: BaseException,
     ) -> Turn[F]:
-        """A take failed: its slots are given back, and then, when the lease was
+        """A take failed: its slots are given back; then, when the lease was
         refused (the heartbeat re-registers us), its finishes are resent alone
         and the loop waits a heartbeat; when Redis is away (or on a bug), they
         wait for the next take, the outage is logged once, and the loop backs
-        off: it never gives up the queue. Anything else (a cancel) goes back
-        out, the finishes left with the shell."""
-        wakeable = self.capacity.abandon(queue, asked)
-        if not isinstance(error, Exception):
-            finishes.keep(carried)
-            raise error
-        if wakeable:
+        off: it never gives up the queue."""
+        error, carried = take.error, take.finishes
+        assert error is not None
+        if wakeable := self.capacity.abandon(queue, take.count):
             yield Wake(wakeable)
         if isinstance(error, LeaseLostError):
             if carried:
