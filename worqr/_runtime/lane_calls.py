@@ -66,6 +66,11 @@ class LaneCalls:
             return
         self.report(finishes, accepted)
 
+    def resend(self, finishes: list[Finish]) -> None:
+        """Finishes a refused take carried: the loop resends each alone."""
+        for finish in finishes:
+            self.to_loop(self._dispatch.finish_alone, *finish)
+
     def report(self, finishes: list[Finish], accepted: list[bool]) -> None:
         report = self._dispatch.acks.report_finish
         for (process, seconds, _, _), ok in zip(finishes, accepted, strict=True):

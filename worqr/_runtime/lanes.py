@@ -30,7 +30,6 @@ from collections.abc import Callable
 from functools import partial
 
 from .._clients.outage import OutageLog
-from .._errors import LeaseLostError
 from .._hooks import Hooks
 from .._jobs import JobProcess
 from .._process import Process
@@ -42,6 +41,7 @@ from .lane_calls import Finish, LaneCalls
 from .lane_orders import STOP, LaneOrders
 from .pace import HandlerPace
 from .running import HandlerEnd, Running, call_sync
+from .taking import Pause, SendAlone, Take, TakeLoop, Took, Wake
 
 logger = logging.getLogger("worqr.worker")
 
@@ -74,8 +74,13 @@ class Lanes:
         self._capacity = capacity
         self._hooks = hooks
         self._stopping = stopping
-        self._lease_fresh = lease_fresh
-        self._fence_wait = fence_wait
+        self._steps: TakeLoop[Finish] = TakeLoop(
+            capacity,
+            stopping=stopping,
+            lease_fresh=lease_fresh,
+            fence_wait=fence_wait,
+            fills=False,  # a lane runs what it took
+        )
         self._orders = LaneOrders()
         self._lock = threading.Lock()  # the sets and dicts below, _busy, _drained
         self._ordered: set[str] = set()  # queues with a take order not picked up yet
@@ -131,26 +136,26 @@ class Lanes:
     # -- one lane ------------------------------------------------------------------
 
     def _run(self) -> None:
-        outage = OutageLog("take work")
+        lane = _Lane(self)
         while True:
             order = self._orders.wait()
             if order is STOP:
                 return
             try:
-                self._serve(order, outage)
+                self._serve(order, lane)
             except Exception:  # a bug: logged; the lane lives on
                 logger.exception("a handler lane failed")
 
-    def _serve(self, order: object, outage: OutageLog) -> None:
+    def _serve(self, order: object, lane: _Lane) -> None:
         if isinstance(order, str):
             with self._lock:
                 self._ordered.discard(order)
-            self._orders.line_up(self._take(order, [], outage), runs_one=True)
+            self._orders.line_up(self._take(order, [], lane), runs_one=True)
         # The line is empty before a lane idles: nothing in it waits unseen.
         while (process := self._orders.next()) is not None:
-            self._orders.line_up(self._work(process, outage), runs_one=True)
+            self._orders.line_up(self._work(process, lane), runs_one=True)
 
-    def _work(self, process: Process, outage: OutageLog) -> list[Process]:
+    def _work(self, process: Process, lane: _Lane) -> list[Process]:
         """Run one process; returns what the take carrying its finish brought."""
         dispatch, queue = self._dispatch, process.queue
         if self._stopping():  # taken as the worker stopped: deregistering returns it
@@ -184,7 +189,7 @@ class Lanes:
                 end.returned(context.run(call_sync, spec.function, process.task))
             except BaseException as error:  # the outcome policy decides; the lane lives on
                 end.raised(error)
-            return self._ended(running, outage)
+            return self._ended(running, lane)
         finally:
             self._idle_one()
 
@@ -192,7 +197,7 @@ class Lanes:
         running.progressed = True  # its end goes through the loop, after this report
         self._dispatch.jobs.report(self._loop, job, value)
 
-    def _ended(self, running: Running, outage: OutageLog) -> list[Process]:
+    def _ended(self, running: Running, lane: _Lane) -> list[Process]:
         """A plain finish rides on the lane's next take; anything else is settled
         on the loop (which acknowledges it and frees its slot)."""
         dispatch, process = self._dispatch, running.process
@@ -212,7 +217,7 @@ class Lanes:
         target, reserved = self._capacity.pass_on(queue)
         if target != queue:
             self._calls.finish_alone([finish])
-            return self._take(target, [], outage, reserved)
+            return self._take(target, [], lane, reserved)
         with self._lock:
             if queue in self._calling:
                 # Another lane's take of this queue is in flight: its next call
@@ -221,10 +226,10 @@ class Lanes:
                 self._busy += 1  # until that call lands: a drain waits for it
                 return []
             self._calling.add(queue)
-        return self._combine(queue, [finish], reserved, outage)
+        return self._combine(queue, [finish], reserved, lane)
 
     def _combine(
-        self, queue: str, finishes: list[Finish], reserved: int, outage: OutageLog
+        self, queue: str, finishes: list[Finish], reserved: int, lane: _Lane
     ) -> list[Process]:
         """Carry ``finishes`` into a take, then the finishes other lanes left
         meanwhile, until none wait: one call per batch when lanes end together
@@ -233,7 +238,7 @@ class Lanes:
         carried = 0  # deposits carried: each held the drain open
         try:
             while True:
-                processes = self._take(queue, finishes, outage, reserved)
+                processes = self._take(queue, finishes, lane, reserved)
                 with self._lock:
                     deposits = self._deposits.pop(queue, [])
                     if not deposits:
@@ -272,60 +277,54 @@ class Lanes:
 
     # -- calls ---------------------------------------------------------------------
 
-    # Over the complexity bound (14): rewritten by the take-loop change, with Puller._fill.
-    def _take(  # noqa: C901
-        self, queue: str, finishes: list[Finish], outage: OutageLog, reserved: int = 0
+    def _take(
+        self, queue: str, finishes: list[Finish], lane: _Lane, reserved: int = 0
     ) -> list[Process]:
         """Take as many processes as ``queue`` has free slots (``reserved`` of
         them held already), carrying ``finishes``, until Redis answers or the
-        worker stops."""
-        capacity, hooks = self._capacity, self._hooks
-        while True:
-            if self._stopping() or not self._lease_fresh():
-                if reserved:
-                    self._wake_all(capacity.abandon(queue, reserved))
-                    reserved = 0
-                if finishes:
-                    self._calls.finish_alone(finishes)  # the work was ours: its finish goes out
-                    finishes = []
-                if self._stopping():
-                    return []
-                time.sleep(self._fence_wait)  # self-fenced until a heartbeat lands
-                continue
-            if reserved:
-                reserved, wakeable = capacity.cap(queue, reserved)
-                self._wake_all(wakeable)
-            asked, reserved = reserved or capacity.reserve(queue), 0
-            if asked == 0:
-                if finishes:
-                    self._calls.finish_alone(finishes)
-                return []
-            with self._lock:
-                self._refused.discard(queue)
-            try:
-                accepted, processes, more = self._calls.take(queue, finishes, asked)
-            except LeaseLostError:  # the heartbeat re-registers us; try again then
-                self._wake_all(capacity.abandon(queue, asked))
-                for finish in finishes:  # refused whole: each is resent alone
-                    self._calls.to_loop(self._dispatch.finish_alone, *finish)
-                finishes = []
-                time.sleep(self._fence_wait)
-                continue
-            except Exception as error:  # Redis away (or a bug): never give up the queue
-                self._wake_all(capacity.abandon(queue, asked))
-                outage.failed(error)
-                time.sleep(outage.backoff())
-                continue
-            outage.ok()
-            self._calls.report(finishes, accepted)
-            hooks.on_dequeue(queue, asked, len(processes))
-            self._wake_all(capacity.settle(queue, asked, len(processes)))
-            if len(processes) < asked:
-                with self._lock:
-                    refused = queue in self._refused
-                if more or refused:  # jobs may be left, or a wake-up came meanwhile
-                    self.wake(queue)
-            return processes
+        worker stops. The decisions are `taking.TakeLoop`'s; this drives them
+        with blocking calls."""
+        lane.queue, lane.finishes, lane.taken = queue, finishes, []
+        steps = self._steps.steps(queue, lane, lane.outage, lane.outage, reserved)
+        try:
+            for action in steps:
+                if type(action) is Take:
+                    self._send(queue, action)
+                elif type(action) is Took:
+                    self._took(queue, action)
+                    lane.taken = action.processes
+                elif type(action) is Pause:
+                    time.sleep(action.seconds)
+                elif type(action) is SendAlone:
+                    # A refused take's finishes are resent by the loop, until Redis answers.
+                    send = self._calls.resend if action.refused else self._calls.finish_alone
+                    send(action.finishes)
+                elif type(action) is Wake:
+                    self._wake_all(action.queues)
+        except BaseException:  # a bug: the take in flight gives its slots back
+            steps.close()
+            raise
+        if lane.finishes:  # stopped: the work was ours, its finish goes out
+            self._calls.finish_alone(lane.carry())
+        return lane.taken
+
+    def _send(self, queue: str, take: Take[Finish]) -> None:
+        with self._lock:
+            self._refused.discard(queue)
+        try:
+            take.reply = self._calls.take(queue, take.finishes, take.count)
+        except Exception as error:  # the step decides what it means
+            take.error = error
+
+    def _took(self, queue: str, took: Took[Finish]) -> None:
+        self._calls.report(took.finishes, took.accepted)
+        self._hooks.on_dequeue(queue, took.asked, len(took.processes))
+        self._wake_all(took.wake)
+
+    def _woken(self, queue: str) -> bool:
+        """Whether a wake-up of ``queue`` came while its take was in flight."""
+        with self._lock:
+            return queue in self._refused
 
     # -- bookkeeping ---------------------------------------------------------------
 
@@ -345,3 +344,28 @@ class Lanes:
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+class _Lane:
+    """One lane's own state: its outage log, and what it holds for the take loop
+    it runs (`taking.Finishes`): the queue, the finishes it carries, and the
+    processes the take brought."""
+
+    __slots__ = ("_lanes", "finishes", "outage", "queue", "taken")
+
+    def __init__(self, lanes: Lanes) -> None:
+        self._lanes = lanes
+        self.outage = OutageLog("take work")
+        self.queue = ""
+        self.finishes: list[Finish] = []
+        self.taken: list[Process] = []
+
+    def carry(self) -> list[Finish]:
+        finishes, self.finishes = self.finishes, []
+        return finishes
+
+    def keep(self, finishes: list[Finish]) -> None:
+        self.finishes = finishes + self.finishes
+
+    def again(self) -> bool:
+        return self._lanes._woken(self.queue)

@@ -1,6 +1,7 @@
 """Taking work: one loop per queue that, when woken, fills the worker's free
 slots with processes, carrying the finishes waiting on that queue in the same
-script call."""
+script call. The loop's decisions are `taking.TakeLoop`'s; this drives them
+with ``await``."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from collections.abc import Callable
 
 from .._clients.async_client import AsyncWorqr
 from .._clients.outage import OutageLog
-from .._errors import LeaseLostError
 from .._hooks import Hooks
 from .._process import Process
-from .acks import Ack, Acknowledger, job_finishes
+from .acks import Ack, AckBatcher, Acknowledger, job_finishes
 from .capacity import Capacity
+from .taking import Pause, SendAlone, Take, TakeLoop, Taken, Took, Wake
 
 
 class Puller:
@@ -50,13 +51,20 @@ class Puller:
         self.configured: set[str] = set()  # persistent queues set never to dead-letter
         self._start = start
         self._wake = wake
+        self._steps: TakeLoop[Ack] = TakeLoop(
+            capacity,
+            stopping=stopping,
+            lease_fresh=lambda: client.lease_fresh(),
+            # While self-fenced or refused as a former member: wait for a heartbeat.
+            fence_wait=client.settings.heartbeat / 4,
+            fills=True,
+        )
         self._stopping = stopping
-        # While self-fenced or refused as a former member: wait for a heartbeat.
-        self._fence_wait = client.settings.heartbeat / 4
 
     async def pull(self, queue: str) -> None:
         """The loop of one queue, until the worker stops taking work."""
         wanted, batch = self.wanted[queue], self.acks.batch
+        waiting = _Waiting(batch, queue)
         outage = OutageLog(f"dequeue from {queue!r}")
         try:
             while not self._stopping():
@@ -67,65 +75,71 @@ class Puller:
                     # worker has nothing to wait for: it dequeues at once.
                     await asyncio.sleep(0)
                 wanted.clear()
-                await self._fill(queue, outage)
+                await self._fill(queue, waiting, outage)
         finally:
             batch.give_up_queue(queue)  # their handlers' tasks acknowledge alone
 
-    async def _fill(self, queue: str, outage: OutageLog) -> None:
+    async def _fill(self, queue: str, waiting: _Waiting, outage: OutageLog) -> None:
         """Take until the queue runs short or no slot is free; each take also
         finishes the processes waiting on this queue, in the same script call."""
-        capacity, acks, client = self.capacity, self.acks, self.client
-        while not self._stopping():
-            if not client.lease_fresh():
-                acks.flush(queue)  # finishes still go out: the work was ours
-                await asyncio.sleep(self._fence_wait)  # self-fenced until a heartbeat lands
-                continue
-            asked = capacity.reserve(queue)
-            if asked == 0:
-                acks.flush(queue)  # no slot to fill: the finishes go alone
-                return  # a process ending wakes this queue again
-            carried = acks.batch.take(queue)
-            try:
-                processes, more = await self._take(queue, asked, carried)
-            except asyncio.CancelledError:
-                capacity.abandon(queue, asked)
-                acks.batch.give_up(carried)
-                raise
-            except LeaseLostError:  # the heartbeat re-registers us; try again then
-                self._wake(capacity.abandon(queue, asked))
-                acks.send_alone(queue, carried)  # refused whole: resent alone
-                await asyncio.sleep(self._fence_wait)
-                continue
-            except Exception as error:  # Redis away (or a bug): never give up the queue
-                self._wake(capacity.abandon(queue, asked))
-                acks.batch.put_back(queue, carried)
-                log = acks.outage if carried else outage  # an ack that cannot land says so
-                log.failed(error)
-                await asyncio.sleep(log.backoff())
-                continue
-            outage.ok()
-            if carried:
-                acks.outage.ok()
-            self._wake(capacity.settle(queue, asked, len(processes)))
-            self.hooks.on_dequeue(queue, asked, len(processes))
-            for process in processes:  # no await between settle and start: no over-commit
-                self._start(process)
-            if len(processes) < asked and not more and not acks.batch.pending(queue):
-                return  # drained: the take put us in the idle set
+        steps = self._steps.steps(queue, waiting, outage, self.acks.outage)
+        try:
+            for action in steps:
+                if type(action) is Take:
+                    try:
+                        action.reply = await self._take(queue, action.count, action.finishes)
+                    except Exception as error:  # the step decides what it means
+                        action.error = error
+                elif type(action) is Took:
+                    self._took(queue, action)
+                elif type(action) is Pause:
+                    await asyncio.sleep(action.seconds)
+                elif type(action) is SendAlone:
+                    self.acks.send_alone(queue, action.finishes)
+                elif type(action) is Wake:
+                    self._wake(action.queues)
+        except BaseException:  # cancelled: the take in flight gives its slots back
+            steps.close()
+            raise
 
-    async def _take(self, queue: str, count: int, carried: list[Ack]) -> tuple[list[Process], bool]:
-        """Finish ``carried`` and take up to ``count`` tasks or jobs in one call;
-        also whether a job take stopped early with jobs maybe left."""
+    def _took(self, queue: str, took: Took[Ack]) -> None:
+        self.acks.batch.resolve(took.finishes, took.accepted)
+        self._wake(took.wake)
+        self.hooks.on_dequeue(queue, took.asked, len(took.processes))
+        for process in took.processes:  # no await between settle and start: no over-commit
+            self._start(process)
+
+    async def _take(self, queue: str, count: int, carried: list[Ack]) -> Taken:
+        """Finish ``carried`` and take up to ``count`` tasks or jobs in one call:
+        which finishes were accepted, the processes, and whether a job take
+        stopped early with jobs maybe left."""
         client = self.client
         if queue in self.job_queues:
             accepted, jobs, more = await client._take_jobs(queue, job_finishes(carried), count)
-            self.acks.batch.resolve(carried, accepted)
-            return list(jobs), more
+            return accepted, list(jobs), more
         if count and queue in self.persistent and queue not in self.configured:
             await client.configure_queue(queue, max_recoveries=-1)  # owner deaths never poison
             self.configured.add(queue)
         if not carried:
-            return await client.dequeue_many(queue, count), False
+            return [], await client.dequeue_many(queue, count), False
         accepted, processes = await client.complete(queue, [a.process for a in carried], count)
-        self.acks.batch.resolve(carried, accepted)
-        return processes, False
+        return accepted, processes, False
+
+
+class _Waiting:
+    """The finishes waiting on one queue, as the take loop carries them."""
+
+    __slots__ = ("_batch", "_queue")
+
+    def __init__(self, batch: AckBatcher, queue: str) -> None:
+        self._batch = batch
+        self._queue = queue
+
+    def carry(self) -> list[Ack]:
+        return self._batch.take(self._queue)
+
+    def keep(self, finishes: list[Ack]) -> None:
+        self._batch.put_back(self._queue, finishes)
+
+    def again(self) -> bool:
+        return self._batch.pending(self._queue)  # they ride on the next take
