@@ -256,6 +256,12 @@ class QueueKeys:
         return (self.job_sched, self.job_sched_next, self.job_sched_data)
 
     @property
+    def create_keys(self) -> tuple[str, ...]:
+        """The keys the scripts that create jobs take after the job keys
+        (``lua/lib/create.lua``): the kind's claim, the wake, the counters."""
+        return (self.processes, self.members, self.idle, self.config, self.stats)
+
+    @property
     def job_keys(self) -> tuple[str, ...]:
         """The keys every job script takes first, in order (``lua/lib/job_keys.lua``)."""
         return (

@@ -3,7 +3,8 @@
 On Linux a child can ask the kernel for a signal when its parent dies
 (``prctl(PR_SET_PDEATHSIG)``); the request survives ``exec``, so it works for
 programs that cannot watch a pipe, such as ``redis-server``. `die_with_parent`
-returns the ``preexec_fn`` that makes it, for ``subprocess.Popen``.
+returns the ``preexec_fn`` that makes it, for ``subprocess.Popen``; `spawn`
+starts such a child with its output in a log file.
 
 The kernel sends the signal when the *thread* that forked the child ends, not
 the process. So it is only asked for on the main thread, which ends with the
@@ -18,9 +19,11 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
 
@@ -46,3 +49,24 @@ def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
             os.kill(os.getpid(), sig)
 
     return preexec
+
+
+def spawn(
+    args: Sequence[str],
+    log_path: str | Path,
+    *,
+    append: bool = False,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start ``args`` as a child that reads nothing, writes its output and its
+    errors to the file ``log_path`` (appended to, or written anew) and gets
+    SIGTERM when this process dies, even by SIGKILL (`die_with_parent`)."""
+    with open(log_path, "ab" if append else "wb") as log:
+        return subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=die_with_parent(),
+        )

@@ -14,12 +14,13 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Self
 
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from ._parent_death import die_with_parent
+from ._parent_death import spawn
 
 __all__ = ["EmbeddedRedis", "EmbeddedRedisError", "find_redis_server", "free_port"]
 
@@ -69,7 +70,29 @@ def _server_version(binary: str) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
-class EmbeddedRedis:
+class Throwaway:
+    """A throwaway server as a context manager: entering the ``with`` block
+    starts it (and closes it again if starting fails), leaving it closes it."""
+
+    def start(self) -> object:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class EmbeddedRedis(Throwaway):
     """A redis-server child process on 127.0.0.1; use as a context manager.
 
     It never outlives this process: `close()` (or leaving the ``with`` block)
@@ -117,16 +140,9 @@ class EmbeddedRedis:
             args += ["--enable-debug-command", "local"]
         args += self.extra_args
         os.makedirs(self.directory, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self._process = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                # Stops (SIGTERM) when this process dies, even by SIGKILL (Linux,
-                # started on the main thread: `worqr._parent_death`).
-                preexec_fn=die_with_parent(),
-            )
+        # Stops (SIGTERM) when this process dies, even by SIGKILL (Linux, started
+        # on the main thread: `worqr._parent_death`).
+        self._process = spawn(args, self.log_path, append=True)
         self._wait_ready(self._process)
         return self
 
@@ -210,13 +226,3 @@ class EmbeddedRedis:
         self.stop()
         if self._owns_directory:
             shutil.rmtree(self.directory, ignore_errors=True)
-
-    def __enter__(self) -> EmbeddedRedis:
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

@@ -22,7 +22,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ._checks import count
-from .embedded import EmbeddedRedis
+from .embedded import EmbeddedRedis, Throwaway
 
 SLOTS = 16384
 READY_TIMEOUT = 20.0
@@ -70,7 +70,7 @@ def command(client: redis.Redis, *args: Any) -> Any:
     return client.execute_command(*args)  # type: ignore[no-untyped-call]
 
 
-class EmbeddedCluster:
+class EmbeddedCluster(Throwaway):
     """``masters`` redis-server processes forming one cluster, each with
     ``replicas`` replicas; use as a context manager or call `start()` and `close()`.
 
@@ -201,13 +201,3 @@ class EmbeddedCluster:
         """Stop every node and remove its data directory."""
         for server in self.all_servers:
             server.close()
-
-    def __enter__(self) -> EmbeddedCluster:
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

@@ -19,7 +19,6 @@ from .base import (
     non_negative_int,
     positive_float,
     positive_int,
-    queue_name,
 )
 
 if TYPE_CHECKING:
@@ -78,12 +77,11 @@ def job_state(value: str) -> str:
 
 
 def add_job_commands(commands: Subcommands) -> None:
-    parser = commands.add(
+    parser = commands.add_on_queue(
         "submit",
         "Submit one job to a job queue: the PAYLOAD argument, else all of stdin (as bytes); "
         "prints its id, or with --wait its result.",
     )
-    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
     parser.add_argument("payload", nargs="?", metavar="PAYLOAD")
     parser.add_argument(
         "--id",
@@ -143,12 +141,11 @@ def add_job_commands(commands: Subcommands) -> None:
         f"stderr); {EXIT_INTERRUPTED} interrupted (the job stays submitted)."
     )
 
-    parser = commands.add(
+    parser = commands.add_on_queue(
         "job",
         "Show one job (state, attempts, times, error, previews of payload and result), "
         "or cancel or retry it.",
     )
-    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
     parser.add_argument("id", type=job_id, metavar="ID")
     parser.add_argument(
         "--json",
@@ -170,12 +167,11 @@ def add_job_commands(commands: Subcommands) -> None:
         f"{EXIT_USAGE} bad usage."
     )
 
-    parser = commands.add(
+    parser = commands.add_on_queue(
         "jobs",
         "List a job queue's jobs: the count in each state and the first jobs of each, "
         "in lifecycle order (delayed, queued, active, retrying, finished, failed, cancelled).",
     )
-    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
     parser.add_argument(
         "--state",
         type=job_state,

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from .._core.limits import rate_fields
-from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, positive_int, queue_name
+from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, positive_int
 
 if TYPE_CHECKING:
     from .parser import Subcommands
@@ -31,13 +31,12 @@ def rate_spec(text: str) -> tuple[int, float]:
 
 
 def add_limit_command(commands: Subcommands) -> None:
-    parser = commands.add(
+    parser = commands.add_on_queue(
         "limit",
         "Show or change a job queue's limits, enforced across every worker: at most N "
         "starts in any SECONDS (spread evenly), at most N active jobs. With no option, "
         "shows them and whether they hold the queue back now.",
     )
-    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
     rate = parser.add_mutually_exclusive_group()
     rate.add_argument("--rate", type=rate_spec, metavar="N/SECONDS", help="e.g. 20/1 or 100/m")
     rate.add_argument("--no-rate", action="store_true", help="remove the rate limit")

@@ -64,6 +64,15 @@ class Subcommands:
         parser.set_defaults(verbose_logs=name in ("worker", "demo", "http"))
         return parser
 
+    def add_on_queue(self, name: str, text: str, *, optional: bool = False) -> Parser:
+        """A subcommand whose first argument is a queue's name, QUEUE (with
+        ``optional``, it may be left out)."""
+        parser = self.add(name, text)
+        parser.add_argument(
+            "queue", nargs="?" if optional else None, type=queue_name, metavar="QUEUE"
+        )
+        return parser
+
 
 def _add_worker(commands: Subcommands) -> None:
     parser = commands.add(
@@ -167,12 +176,11 @@ def _add_worker(commands: Subcommands) -> None:
 
 
 def _add_admin(commands: Subcommands) -> None:
-    parser = commands.add(
+    parser = commands.add_on_queue(
         "enqueue",
         "Add tasks to the back of a queue: the TASK arguments, else one task per line "
         "of stdin (empty lines skipped).",
     )
-    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
     parser.add_argument("tasks", nargs="*", metavar="TASK")
     add_connection_options(parser)
     add_durability_options(parser)
@@ -184,23 +192,22 @@ def _add_admin(commands: Subcommands) -> None:
         "before replicating them, and enqueueing them again would run them twice."
     )
 
-    parser = commands.add(
+    parser = commands.add_on_queue(
         "cancel",
         "Cancel every copy of a task, queued or running (running handlers are stopped).",
     )
-    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
     parser.add_argument("task", metavar="TASK")
     add_connection_options(parser)
 
-    parser = commands.add("delete", "Delete a queue with its tasks, processes and dead letters.")
-    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
+    parser = commands.add_on_queue(
+        "delete", "Delete a queue with its tasks, processes and dead letters."
+    )
     add_connection_options(parser)
 
-    parser = commands.add(
+    parser = commands.add_on_queue(
         "failed",
         "List a queue's dead letters (oldest first), or move them back to the queue, or drop them.",
     )
-    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
     action = parser.add_mutually_exclusive_group()
     action.add_argument(
         "--requeue", action="store_true", help="move them to the back of the queue, oldest first"

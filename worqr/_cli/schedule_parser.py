@@ -5,20 +5,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, positive_float, queue_name
+from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, positive_float
 
 if TYPE_CHECKING:
     from .parser import Subcommands
 
 
 def add_schedule_commands(commands: Subcommands) -> None:
-    parser = commands.add(
+    parser = commands.add_on_queue(
         "schedule",
         "Create or replace a schedule of a job queue: a job with PAYLOAD at each fire "
         "time of a cron expression, or every SECONDS. Declaring an equal schedule again "
         "changes nothing.",
     )
-    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
     parser.add_argument("name", metavar="NAME")
     parser.add_argument("payload", nargs="?", metavar="PAYLOAD", help="(default: empty)")
     parser.set_defaults(late_positional="payload")
@@ -43,15 +42,15 @@ def add_schedule_commands(commands: Subcommands) -> None:
         "zone: nothing is written)."
     )
 
-    parser = commands.add("unschedule", "Remove a schedule (the jobs it created stay).")
-    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
+    parser = commands.add_on_queue("unschedule", "Remove a schedule (the jobs it created stay).")
     parser.add_argument("name", metavar="NAME")
     add_connection_options(parser)
     parser.epilog = f"Exit codes: 0 removed; {EXIT_FAILURE} no such schedule, or a failure."
 
-    parser = commands.add(
-        "schedules", "List the schedules of a queue (default: of every job queue)."
+    parser = commands.add_on_queue(
+        "schedules",
+        "List the schedules of a queue (default: of every job queue).",
+        optional=True,
     )
-    parser.add_argument("queue", nargs="?", type=queue_name, metavar="QUEUE")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     add_connection_options(parser)

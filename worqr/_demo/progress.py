@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import sys
-from types import TracebackType
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Protocol
 
 
 class Progress(Protocol):
-    def __enter__(self) -> Progress: ...
+    def start(self) -> None: ...
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None: ...
+    def stop(self) -> None: ...
 
     def advance(self, count: int) -> None: ...
+
+
+@contextmanager
+def shown(progress: Progress) -> Iterator[Progress]:
+    """The bar drawn while the block runs, and stopped when it ends (an error too)."""
+    progress.start()
+    try:
+        yield progress
+    finally:
+        progress.stop()
 
 
 class TextProgress:
@@ -37,15 +43,10 @@ class TextProgress:
         bar = "#" * filled + "." * (self.WIDTH - filled)
         return f"  {self.label} [{bar}] {self.done}/{self.total}"
 
-    def __enter__(self) -> TextProgress:
-        return self
+    def start(self) -> None:
+        pass  # drawn on the first advance
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def stop(self) -> None:
         print(("\r" if self.live else "") + self._line(), flush=True)
 
     def advance(self, count: int) -> None:
@@ -62,16 +63,10 @@ class RichProgress:
         self._bar = Bar(TextColumn(f"  {label}"), BarColumn(), MofNCompleteColumn())
         self._task = self._bar.add_task(label, total=total)
 
-    def __enter__(self) -> RichProgress:
+    def start(self) -> None:
         self._bar.start()
-        return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def stop(self) -> None:
         self._bar.stop()
 
     def advance(self, count: int) -> None:

@@ -27,12 +27,12 @@ from redis.exceptions import RedisError
 from .._cli.base import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliError
 from .._clients.sync_client import Worqr
 from .._errors import WorqrError
-from .._parent_death import die_with_parent
+from .._parent_death import spawn
 from .._settings import Settings
 from ..embedded import EmbeddedRedis, EmbeddedRedisError, free_port
 from . import handlers
 from .keep import keep
-from .progress import Progress, make_progress
+from .progress import Progress, make_progress, shown
 from .summary import Tally, account, metrics_line, metrics_url
 
 T = TypeVar("T")
@@ -92,15 +92,8 @@ class Demo:
             "--log-level",
             self.args.log_level,
         ]
-        with open(self.log_path, "wb") as log:
-            self.mesh = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                preexec_fn=die_with_parent(),  # SIGTERM when the demo dies, even by SIGKILL
-            )
+        # SIGTERM when the demo dies, even by SIGKILL.
+        self.mesh = spawn(command, self.log_path, env=env)
 
     def workers(self) -> dict[str, int]:
         """Live workers of the demo mesh: id -> pid."""
@@ -128,7 +121,7 @@ class Demo:
         count = handlers.SESSIONS_PER_PROCESS * self.args.processes
         self.tally.sessions = [f"session-{i}" for i in range(count)]
         self.client.enqueue_many(handlers.SESSIONS, self.tally.sessions)
-        with progress:
+        with shown(progress):
             for start in range(0, total, 250):
                 batch = jobs[start : start + 250]
                 self.client.enqueue_many(handlers.JOBS, batch)

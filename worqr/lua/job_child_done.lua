@@ -78,7 +78,5 @@ for i = first_report, #ARGV, 6 do
   end
 end
 stat(J, 'children_reported', stored)
-if ready > 0 then
-  wake_idle(idle, wake_prefix, publish, ready)
-end
+wake_idle(idle, wake_prefix, publish, ready)
 return {stored, J.ops}

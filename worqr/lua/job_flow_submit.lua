@@ -5,11 +5,7 @@
 --   job with children starts 'waiting' and writes one outbox operation per child
 --   (its submit); the others are queued, or delayed, as job_submit makes them.
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
--- KEYS[16] processes     hash    process id -> entry (a task queue's: its tasks)
--- KEYS[17] members       set     workers of this queue
--- KEYS[18] idle          set     members waiting for work
--- KEYS[19] config        hash    per-queue options; 'kind' is 'jobs' on a job queue
--- KEYS[20] stats         hash    lifetime counters of the queue, by event
+-- KEYS[16..20] create_keys the queue's keys for creating jobs (lib/create)
 -- KEYS[21] job_applied   zset    's:<id>' of flow jobs created or blocked -> forget ms
 -- KEYS[22..27] flow_keys the queue's flow keys (lib/flow)
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
@@ -36,11 +32,7 @@
 --!include create
 --!include announce
 local J = job_keys()
-local processes = KEYS[16]
-local members = KEYS[17]
-local idle = KEYS[18]
-local config = KEYS[19]
-local stats = KEYS[20]
+create_keys(J, 16)
 local job_applied = KEYS[21]
 flow_keys(J, 22)
 local wake_prefix = ARGV[1]
@@ -48,7 +40,6 @@ local publish = publish_command(ARGV[2])
 local policy = cjson.decode(ARGV[3])
 local queue = ARGV[4]
 local first_job = 5  -- ARGV[5..n] jobs
-J.members, J.idle, J.stats = members, idle, stats
 
 -- wait_for(record, id, entry, flow, now): a parent waits for its children, each
 --   submitted through the outbox (one operation per child)
@@ -67,7 +58,7 @@ local function wait_for(record, id, entry, flow, now)
   end
 end
 
-local refused = claim_kind(config, 'jobs', J.tasks, processes)
+local refused = claim_kind(J.config, 'jobs', J.tasks, J.processes)
 if refused then
   return refused
 end

@@ -54,8 +54,6 @@ if limits then
     woken, J.reopen = allowance(J, limits, now_us(), want)
   end
 end
-if woken > 0 then
-  wake_idle(idle, wake_prefix, publish, woken)
-end
+wake_idle(idle, wake_prefix, publish, woken)
 arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
 return {promoted, purged, refill}

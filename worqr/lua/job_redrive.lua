@@ -41,7 +41,5 @@ for _, id in ipairs(redis.call('ZRANGE', J.failed, skip, skip + count - 1)) do
   end
 end
 stat(J, 'redriven', moved)
-if moved > 0 then
-  wake_idle(idle, wake_prefix, publish, moved)
-end
+wake_idle(idle, wake_prefix, publish, moved)
 return {moved, skipped, math.max(0, redis.call('ZCARD', J.failed) - skip - skipped)}

@@ -50,8 +50,6 @@ local created = 0
 if redis.call('SCARD', members) > 0 then
   created = fire_schedule(J, name, now, policy.misfire_grace, true)
 end
-if created > 0 then
-  wake_idle(idle, wake_prefix, publish, created)
-end
+wake_idle(idle, wake_prefix, publish, created)
 arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
 return {1, created}

@@ -4,11 +4,7 @@
 --   replaces it from now (a new anchor, the given buffer), keeping the last fire
 --   consumed so no fire time runs twice.
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
--- KEYS[16] processes     hash    process id -> entry (a task queue's: its tasks)
--- KEYS[17] members       set     workers of this queue
--- KEYS[18] idle          set     members waiting for work
--- KEYS[19] config        hash    per-queue options; 'kind' is 'jobs' on a job queue
--- KEYS[20] stats         hash    lifetime counters of the queue, by event
+-- KEYS[16..20] create_keys the queue's keys for creating jobs (lib/create)
 -- KEYS[21..23] sched_keys the queue's schedule keys (lib/schedule)
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
@@ -29,12 +25,9 @@
 --!include fires
 --!include timer
 --!include kind
+--!include create
 local J = job_keys()
-local processes = KEYS[16]
-local members = KEYS[17]
-local idle = KEYS[18]
-local config = KEYS[19]
-local stats = KEYS[20]
+create_keys(J, 16)
 sched_keys(J, 21)
 local wake_prefix = ARGV[1]
 local publish = publish_command(ARGV[2])
@@ -43,9 +36,8 @@ local name = ARGV[4]
 local spec = cjson.decode(ARGV[5])
 local payload = ARGV[6]
 local first_fire = 7  -- ARGV[7..n] fires
-J.members, J.idle, J.stats = members, idle, stats
 
-local refused = claim_kind(config, 'jobs', J.tasks, processes)
+local refused = claim_kind(J.config, 'jobs', J.tasks, J.processes)
 if refused then
   return refused
 end

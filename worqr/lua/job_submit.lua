@@ -4,11 +4,7 @@
 -- makes this one a duplicate and nothing is written; a terminal one starts a new
 -- life. The job is queued (due now) or delayed (due later, by Redis's clock).
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
--- KEYS[16] processes     hash    process id -> entry (a task queue's: its tasks)
--- KEYS[17] members       set     workers of this queue
--- KEYS[18] idle          set     members waiting for work
--- KEYS[19] config        hash    per-queue options; 'kind' is 'jobs' on a job queue
--- KEYS[20] stats         hash    lifetime counters of the queue, by event
+-- KEYS[16..20] create_keys the queue's keys for creating jobs (lib/create)
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[3] policy            JSON: retention and budgets in ms (JobSettings.policy)
@@ -29,18 +25,13 @@
 --!include create
 --!include announce
 local J = job_keys()
-local processes = KEYS[16]
-local members = KEYS[17]
-local idle = KEYS[18]
-local config = KEYS[19]
-local stats = KEYS[20]
+create_keys(J, 16)
 local wake_prefix = ARGV[1]
 local publish = publish_command(ARGV[2])
 local policy = cjson.decode(ARGV[3])
 local first_job = 4  -- ARGV[4..n] jobs
-J.members, J.idle, J.stats = members, idle, stats
 
-local refused = claim_kind(config, 'jobs', J.tasks, processes)
+local refused = claim_kind(J.config, 'jobs', J.tasks, J.processes)
 if refused then
   return refused
 end

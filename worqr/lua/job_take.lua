@@ -96,9 +96,7 @@ local function wake(limits, micros, now, picked, promoted, done, timed)
       extra = allowance(J, limits, micros, extra)  -- no herd (spend moved limits.tat)
     end
   end
-  if extra > 0 then
-    wake_idle(idle, wake_prefix, publish, extra)
-  end
+  wake_idle(idle, wake_prefix, publish, extra)
   if timed or J.reopen then
     arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
   end

@@ -7,9 +7,7 @@
 --   ready or delayed now: one idle worker woken per ready job (lib/wake), and
 --   the timer armed when some are delayed
 local function announce(J, ready, delayed, now, wake_prefix, publish, grace)
-  if ready > 0 then
-    wake_idle(J.idle, wake_prefix, publish, ready)
-  end
+  wake_idle(J.idle, wake_prefix, publish, ready)
   if delayed > 0 then
     arm_timer(J, now, nil, wake_prefix, publish, grace)
   end

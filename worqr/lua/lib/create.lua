@@ -1,8 +1,24 @@
 -- lib/create: create one job by its id, the rule job_submit and a schedule's
 -- fire share (job_flow_submit shares its parts: new_life, place_new).
+-- The keys a script that creates jobs takes after the job keys (job_submit,
+-- job_flow_submit, job_sched_set), a block (lib/job_keys) bound by create_keys(J, i):
+--   +0  processes  hash  process id -> entry (a task queue's: its tasks)
+--   +1  members    set   workers of this queue
+--   +2  idle       set   members waiting for work
+--   +3  config     hash  per-queue options; 'kind' is 'jobs' on a job queue
+--   +4  stats      hash  lifetime counters of the queue, by event
 --!include jobs
 --!include counters
 --!include ready
+
+-- create_keys(J, first): KEYS[first..first+4] in J
+local function create_keys(J, first)
+  J.processes = KEYS[first]
+  J.members = KEYS[first + 1]
+  J.idle = KEYS[first + 2]
+  J.config = KEYS[first + 3]
+  J.stats = KEYS[first + 4]
+end
 
 -- new_life(J, id, old) -> life, entry: a new life of job `id`, the queue's next
 --   number; the old one (a terminal record, or nil) ends: out of its index, its
