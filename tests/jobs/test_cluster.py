@@ -155,7 +155,7 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
     assert producer.relay() == 0  # job_outbox_claim; every hop was acked (job_outbox_ack)
 
     def outbox_age() -> Any:  # the exporter's read
-        return (yield flow_scripts.job_outbox_age(producer._core.queue_keys("flow-0")))
+        return (yield flow_scripts.job_outbox_age(producer._core.state.queue_keys("flow-0")))
 
     assert producer._drive(outbox_age()) == [0, 0]
     job_scripts = {name for name in script_names() if name.startswith(("job_", "flow_"))}
@@ -173,7 +173,9 @@ def exercise_schedules(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -
     version = json.loads(worker._drive(_read_spec(worker, queue, "c")))["v"]
     now = round(worker.server_time() * 1000)
     request = ["c", version, "* * * * *", "Asia/Tokyo", str(now - 180_000), str(now)]
-    worker._drive(worker._core.refill_schedules(queue, request))  # fires the missed minute
+    worker._drive(
+        worker._core.schedule_refill.refill_schedules(queue, request)
+    )  # fires the missed minute
     assert any(job.id.startswith("cron:c:") for job in producer.get_jobs(queue, "queued")[0])
     producer.schedule(queue, "e", every=0.05)
 
@@ -188,7 +190,7 @@ def exercise_schedules(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -
 
 
 def _read_spec(client: worqr.Worqr, queue: str, name: str) -> Any:
-    value = yield command("HGET", client._core.queue_keys(queue).job_sched, name)
+    value = yield command("HGET", client._core.state.queue_keys(queue).job_sched, name)
     return value
 
 

@@ -276,18 +276,18 @@ def test_a_hop_relayed_twice_is_applied_once(make: Make, redis_url: str) -> None
     def no_relay(queue: str, flat: object) -> object:
         return iter(())
 
-    worker._core.relay_written = no_relay  # type: ignore[method-assign]
+    worker._core.relay.relay_written = no_relay  # type: ignore[method-assign]
     flow = producer.submit_chain([worqr.Step("h1", "x"), worqr.Step("h2")])
     worker._mark_job_queue("h1")
     _, [step], _ = worker._take_jobs("h1", [], 1)
     assert worker._take_jobs("h1", [(step, "s", b"result")], 0)[0] == [True]
-    outbox = producer._core.queue_keys("h1")
+    outbox = producer._core.state.queue_keys("h1")
     with redis.Redis.from_url(redis_url) as raw:
         [hop] = raw.zrange(outbox.job_outbox, 0, -1)
         header = raw.hget(outbox.job_outbox_data, hop)
         assert producer.get_job("h2", f"{flow.id}.1") is None
         assert producer.relay("h2") == 0  # nothing in h2's own outbox
-        wait_until(lambda: producer._drive(producer._core.relay_stragglers()) == 1, 5)
+        wait_until(lambda: producer._drive(producer._core.relay.relay_stragglers()) == 1, 5)
         assert producer.get_job("h2", f"{flow.id}.1").payload == "result"
         assert raw.zcard(outbox.job_outbox) == 0  # acked
         # The same hop again (as if its ack had been lost), after the step was purged.

@@ -472,7 +472,7 @@ def test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh(
 def upkeep_pass(client: worqr.Worqr, members_of: dict[str, str]) -> list[str]:
     """Run one upkeep pass step by step; the queues whose members it checked
     (``members_of``: each queue's members key -> its name)."""
-    plan = client._core.tidy_job_queues()
+    plan = client._core.upkeep.tidy_job_queues()
     checked: list[str] = []
     try:
         request = next(plan)

@@ -67,7 +67,7 @@ def test_a_live_id_is_not_created_twice_and_a_terminal_one_starts_anew(
 def test_a_resent_submit_answers_as_the_first_call(wq: worqr.Worqr) -> None:
     """The reply of a submit was lost and the call is sent again: the same call
     (same nonce) creates nothing more and says it created the job."""
-    plan = wq._core.submit_many("q", ["payload"], ids=["resent"])
+    plan = wq._core.submission.submit_many("q", ["payload"], ids=["resent"])
     request = next(plan)
     while request.script != "job_submit":  # registries first
         request = plan.send(wq._execute(request, 0))
@@ -83,7 +83,7 @@ def test_a_resent_submit_answers_as_the_first_call(wq: worqr.Worqr) -> None:
 def submit_call(client: worqr.Worqr, payloads: list[str], **options: object) -> Call:
     """The job_submit script call a submit of ``payloads`` with ``options``
     makes (not sent)."""
-    plan = client._core.submit_many("q", payloads, **options)
+    plan = client._core.submission.submit_many("q", payloads, **options)
     request = next(plan)
     while request.script != "job_submit":  # registries first
         request = plan.send(client._execute(request, 0))

@@ -74,7 +74,7 @@ class AsyncWorqr(AsyncApi):
             self._redis,
             self.settings,
             self._subscribe,
-            self._core.add_waiter,
+            self._core.notifications.add_waiter,
             self._command_timeout,
         )
 
@@ -126,12 +126,12 @@ class AsyncWorqr(AsyncApi):
         self._lease.start(asyncio.get_running_loop())
 
     async def _heartbeat_loop(self) -> None:
-        hooks = self._core.hooks
+        hooks = self._core.state.hooks
         outage = OutageLog("heartbeat", hooks)
         while not self._closing:
             await asyncio.sleep(outage.backoff() if outage.since else self.settings.heartbeat)
             try:
-                await self._drive(self._core.heartbeat(), deadline=0)
+                await self._drive(self._core.liveness.heartbeat(), deadline=0)
                 outage.ok()
             except Exception as error:
                 hooks.on_heartbeat_failed(type(error).__name__)
@@ -143,7 +143,7 @@ class AsyncWorqr(AsyncApi):
                 self._pubsub = AsyncClusterSubscriber(
                     self._subscriber or self._redis,
                     subscriber_options(self.settings, asynchronous=True),
-                    sharded=self._core.sharded,
+                    sharded=self._core.state.sharded,
                 )
             else:
                 if self._subscriber is None:
@@ -158,7 +158,7 @@ class AsyncWorqr(AsyncApi):
         pubsub = self._pubsub
         assert pubsub is not None
         guard = self._pubsub_guard
-        outage = OutageLog("listener", self._core.hooks)
+        outage = OutageLog("listener", self._core.state.hooks)
         next_poll = time.monotonic() + self.settings.poll_interval
         while not self._closing:
             wait = min(LISTEN_SLICE, max(0.0, next_poll - time.monotonic()))
@@ -174,12 +174,12 @@ class AsyncWorqr(AsyncApi):
                 outage.failed(error)
                 await guard.sleep(outage.backoff())
                 continue
-            events = self._core.parse_message(message) if message else []
+            events = self._core.notifications.parse_message(message) if message else []
             if time.monotonic() >= next_poll:
-                events += self._core.poll_events()
+                events += self._core.notifications.poll_events()
                 next_poll = time.monotonic() + self.settings.poll_interval
             for queue, event, payload in events:
-                for callback in self._core.listeners(queue):
+                for callback in self._core.notifications.listeners(queue):
                     try:
                         result = callback(event, payload)
                         if inspect.isawaitable(result):
@@ -196,8 +196,8 @@ class AsyncWorqr(AsyncApi):
     async def aclose(self) -> None:
         """Leave the mesh (processes go back to the front) and close connections."""
         try:
-            if self._core.worker_id is not None:
-                await self._drive(self._core.deregister())
+            if self._core.state.worker_id is not None:
+                await self._drive(self._core.membership.deregister())
         finally:
             self._closing = True
             if self._lease is not None:
