@@ -189,8 +189,8 @@ def test_a_poisoned_childs_report_is_relayed_by_the_reaper_at_once(
     victim = make(start=True, jobs=SLOW_RELAY)
     producer.configure_queue("kid", max_recoveries=0)
     flow = producer.submit_flow(worqr.FlowJob("top", children=[worqr.FlowJob("kid", "x")]))
-    victim._mark_job_queue("kid")
-    _, [_taken], _ = victim._take_jobs("kid", [], 1)
+    victim.internals.mark_job_queue("kid")
+    _, [_taken], _ = victim.internals.take_jobs("kid", [], 1)
     with redis.Redis.from_url(redis_url) as raw:  # the victim dies: its lease goes
         raw.delete(victim._core.state.mesh.alive(victim.worker_id or ""))
     assert producer.reap() == 1

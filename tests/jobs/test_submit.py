@@ -21,7 +21,7 @@ def keys_of(raw: redis.Redis, prefix: str) -> list[bytes]:
 
 
 def take(client: worqr.Worqr, queue: str, count: int = 10) -> list[worqr._jobs.JobProcess]:
-    _, taken, _ = client._take_jobs(queue, [], count)
+    _, taken, _ = client.internals.take_jobs(queue, [], count)
     return taken
 
 
@@ -55,7 +55,7 @@ def test_a_live_id_is_not_created_twice_and_a_terminal_one_starts_anew(
     assert wq.count_jobs("q")["queued"] == 1
     worker = make(start=True)
     [process] = take(worker, "q")
-    worker._take_jobs("q", [(process, "s", b"done")], 0)
+    worker.internals.take_jobs("q", [(process, "s", b"done")], 0)
     assert wq.get_job("q", first.id).state == "finished"  # type: ignore[union-attr]
     anew = wq.submit("q", "three", id="job-1")
     assert not anew.duplicate
@@ -131,9 +131,9 @@ def test_a_unique_marker_is_held_while_live_and_released_when_it_ends(
         worker = make(start=True)
         for process in take(worker, "q"):
             if process.job_id != first.id or ending == "finished":
-                worker._take_jobs("q", [(process, "n", b"")], 0)
+                worker.internals.take_jobs("q", [(process, "n", b"")], 0)
             else:
-                worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail: x")
+                worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="Fail: x")
     assert wq.get_job("q", first.id).state == ending  # type: ignore[union-attr]
     third = wq.submit("q", "same", unique=True)
     assert not third.duplicate and third.id != first.id

@@ -19,6 +19,7 @@ from .._core.calls import Plan, Request, Subscribe
 from .._settings import Settings
 from .async_api import AsyncApi
 from .async_exec import AsyncExecutor
+from .async_job_api import AsyncInternals
 from .async_seams import honour_cancel
 from .async_shards import AsyncClusterSubscriber
 from .connect import subscriber_client, subscriber_options, sync_twin
@@ -77,6 +78,8 @@ class AsyncWorqr(AsyncApi):
             self._core.notifications.add_waiter,
             self._command_timeout,
         )
+        # What worqr's worker runtime and HTTP API use of this client; not API.
+        self.internals = AsyncWorqrInternals(self)
 
     # -- driving plans ---------------------------------------------------------
 
@@ -232,3 +235,21 @@ class AsyncWorqr(AsyncApi):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+class AsyncWorqrInternals(AsyncInternals):
+    """`AsyncInternals`, and what the lanes of an all-sync worker need of the
+    loop's client: a sync twin of its connection, and one call on the loop."""
+
+    def __init__(self, client: AsyncWorqr) -> None:
+        super().__init__(client)
+        self._client = client
+
+    def sync_twin(self) -> Any:
+        """A sync command client reaching what this client reaches, or None
+        when a client passed in cannot be copied."""
+        return self._client._sync_twin()
+
+    def execute_once(self, request: Request) -> Coroutine[Any, Any, Any]:
+        """Run ``request`` once on the client's own connection (never resent)."""
+        return self._client._execute_once(request)

@@ -228,36 +228,53 @@ class AsyncJobApi(Shell):
         own (at once after a hop, and for stragglers every relay lease)."""
         return await self._drive(self._core.relay.relay(queue))
 
-    async def _queue_kind(self, queue: str) -> str:  # for the command line
-        return await self._drive(self._core.kinds.of(queue))
 
-    async def _job_counts(self, queue: str) -> dict[str, int]:  # count_jobs and "overdue"
-        return await self._drive(self._core.job_reads.job_counts(queue))
+class AsyncInternals:
+    """What worqr's own layers above the clients (the worker runtime, the HTTP
+    API, the command line) use of a client beyond its public methods, under
+    names of their own: ``client.internals``. Not API: it changes with them.
+    ``core`` is the client's `Core`, whose plans the lanes of an all-sync
+    worker drive on connections of their own."""
 
-    # -- for the worker runtime (not public) -------------------------------------
+    def __init__(self, client: AsyncJobApi) -> None:
+        self.core = client._core
+        self._drive = client._drive
 
-    async def _mark_job_queue(self, queue: str) -> None:
-        await self._drive(self._core.job_work.mark_job_queue(queue))
+    async def queue_kind(self, queue: str) -> str:
+        """ "jobs" or "tasks", as the queue's config says (tasks when unknown)."""
+        return await self._drive(self.core.kinds.of(queue))
 
-    async def _take_jobs(
+    async def job_counts(self, queue: str) -> dict[str, int]:
+        """`count_jobs`, and "overdue": due jobs not yet promoted."""
+        return await self._drive(self.core.job_reads.job_counts(queue))
+
+    async def mark_job_queue(self, queue: str) -> None:
+        """Make ``queue`` a job queue (`WrongQueueKindError` if it holds tasks)."""
+        await self._drive(self.core.job_work.mark_job_queue(queue))
+
+    async def take_jobs(
         self, queue: str, finished: list[JobFinish], count: int
     ) -> tuple[list[bool], list[JobProcess], bool]:
-        return await self._drive(self._core.job_work.take_jobs(queue, finished, count))
+        """Finish ``finished`` and take up to ``count`` jobs (`JobWork.take_jobs`)."""
+        return await self._drive(self.core.job_work.take_jobs(queue, finished, count))
 
-    async def _fail_job(
+    async def fail_job(
         self, process: JobProcess, *, mode: str, delay: float, retries: int, error: str
     ) -> tuple[bool, str]:
+        """Report a failed attempt, or fail the job now (`JobWork.fail_job`)."""
         return await self._drive(
-            self._core.job_work.fail_job(
+            self.core.job_work.fail_job(
                 process, mode=mode, delay=delay, retries=retries, error=error
             )
         )
 
-    async def _stop_job(self, process: JobProcess) -> bool:
-        return await self._drive(self._core.job_work.stop_job(process))
+    async def stop_job(self, process: JobProcess) -> bool:
+        """Put a job back at the front of its priority; False: fenced."""
+        return await self._drive(self.core.job_work.stop_job(process))
 
-    async def _report_progress(self, process: JobProcess, value: bytes) -> bool:
-        return await self._drive(self._core.job_work.report_progress(process, value))
+    async def report_progress(self, process: JobProcess, value: bytes) -> bool:
+        return await self._drive(self.core.job_work.report_progress(process, value))
 
-    async def _promote_jobs(self, queue: str) -> int:
-        return await self._drive(self._core.job_work.promote_due(queue))
+    async def promote_due(self, queue: str) -> int:
+        """Make the due delayed and retrying jobs ready now; how many."""
+        return await self._drive(self.core.job_work.promote_due(queue))

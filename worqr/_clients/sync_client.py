@@ -22,6 +22,7 @@ from .pubsub_guard import PubSubGuard
 from .shards import ClusterSubscriber
 from .sync_api import SyncApi
 from .sync_exec import SyncExecutor
+from .sync_job_api import SyncInternals
 
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
@@ -74,6 +75,8 @@ class Worqr(SyncApi):
         self._executor = SyncExecutor(
             self._redis, self.settings, self._subscribe, self._core.notifications.add_waiter
         )
+        # What worqr's command line uses of this client; not API.
+        self.internals = SyncInternals(self)
 
     # -- driving plans ---------------------------------------------------------
 

@@ -230,36 +230,53 @@ class SyncJobApi(Shell):
         own (at once after a hop, and for stragglers every relay lease)."""
         return self._drive(self._core.relay.relay(queue))
 
-    def _queue_kind(self, queue: str) -> str:  # for the command line
-        return self._drive(self._core.kinds.of(queue))
 
-    def _job_counts(self, queue: str) -> dict[str, int]:  # count_jobs and "overdue"
-        return self._drive(self._core.job_reads.job_counts(queue))
+class SyncInternals:
+    """What worqr's own layers above the clients (the worker runtime, the HTTP
+    API, the command line) use of a client beyond its public methods, under
+    names of their own: ``client.internals``. Not API: it changes with them.
+    ``core`` is the client's `Core`, whose plans the lanes of an all-sync
+    worker drive on connections of their own."""
 
-    # -- for the worker runtime (not public) -------------------------------------
+    def __init__(self, client: SyncJobApi) -> None:
+        self.core = client._core
+        self._drive = client._drive
 
-    def _mark_job_queue(self, queue: str) -> None:
-        self._drive(self._core.job_work.mark_job_queue(queue))
+    def queue_kind(self, queue: str) -> str:
+        """ "jobs" or "tasks", as the queue's config says (tasks when unknown)."""
+        return self._drive(self.core.kinds.of(queue))
 
-    def _take_jobs(
+    def job_counts(self, queue: str) -> dict[str, int]:
+        """`count_jobs`, and "overdue": due jobs not yet promoted."""
+        return self._drive(self.core.job_reads.job_counts(queue))
+
+    def mark_job_queue(self, queue: str) -> None:
+        """Make ``queue`` a job queue (`WrongQueueKindError` if it holds tasks)."""
+        self._drive(self.core.job_work.mark_job_queue(queue))
+
+    def take_jobs(
         self, queue: str, finished: list[JobFinish], count: int
     ) -> tuple[list[bool], list[JobProcess], bool]:
-        return self._drive(self._core.job_work.take_jobs(queue, finished, count))
+        """Finish ``finished`` and take up to ``count`` jobs (`JobWork.take_jobs`)."""
+        return self._drive(self.core.job_work.take_jobs(queue, finished, count))
 
-    def _fail_job(
+    def fail_job(
         self, process: JobProcess, *, mode: str, delay: float, retries: int, error: str
     ) -> tuple[bool, str]:
+        """Report a failed attempt, or fail the job now (`JobWork.fail_job`)."""
         return self._drive(
-            self._core.job_work.fail_job(
+            self.core.job_work.fail_job(
                 process, mode=mode, delay=delay, retries=retries, error=error
             )
         )
 
-    def _stop_job(self, process: JobProcess) -> bool:
-        return self._drive(self._core.job_work.stop_job(process))
+    def stop_job(self, process: JobProcess) -> bool:
+        """Put a job back at the front of its priority; False: fenced."""
+        return self._drive(self.core.job_work.stop_job(process))
 
-    def _report_progress(self, process: JobProcess, value: bytes) -> bool:
-        return self._drive(self._core.job_work.report_progress(process, value))
+    def report_progress(self, process: JobProcess, value: bytes) -> bool:
+        return self._drive(self.core.job_work.report_progress(process, value))
 
-    def _promote_jobs(self, queue: str) -> int:
-        return self._drive(self._core.job_work.promote_due(queue))
+    def promote_due(self, queue: str) -> int:
+        """Make the due delayed and retrying jobs ready now; how many."""
+        return self._drive(self.core.job_work.promote_due(queue))
