@@ -44,7 +44,9 @@ async def _drain(url: str, kind: str, total: int, batch: int) -> tuple[int, floa
         cpu, wall = time.process_time(), time.perf_counter()
         while True:
             if kind == "jobs":
-                _, held, _ = await client._take_jobs("q", [(p, "n", b"") for p in held], batch)
+                _, held, _ = await client.internals.take_jobs(
+                    "q", [(p, "n", b"") for p in held], batch
+                )
             else:
                 _, held = await client.complete("q", held, batch)
             calls += 1

@@ -203,7 +203,7 @@ def _ops(client: worqr.Worqr, queue: str) -> dict[str, Callable[[int], None]]:
     taken: list[JobProcess] = []
 
     def take(i: int) -> None:
-        _, jobs, _ = client._take_jobs(queue, [], 1)
+        _, jobs, _ = client.internals.take_jobs(queue, [], 1)
         taken.extend(jobs)
 
     return {
@@ -211,8 +211,8 @@ def _ops(client: worqr.Worqr, queue: str) -> dict[str, Callable[[int], None]]:
         "submit_delayed": lambda i: delayed.append(client.submit(queue, f"{i:020d}", delay=FAR).id),
         "cancel": lambda i: client.cancel_job(queue, delayed[i]) or None,
         "take": take,
-        "finish": lambda i: client._take_jobs(queue, [(taken[i], "n", b"")], 0) and None,
-        "promote": lambda i: client._promote_jobs(queue) and None,
+        "finish": lambda i: client.internals.take_jobs(queue, [(taken[i], "n", b"")], 0) and None,
+        "promote": lambda i: client.internals.promote_due(queue) and None,
     }
 
 

@@ -37,7 +37,7 @@ HEADER = (
 RULES: list[tuple[str, str]] = [
     (r"^import asyncio$", "import threading"),
     (r"\basyncio\.Lock\b", "threading.Lock"),
-    (r"\bAsync(Api|JobApi|Executor)\b", r"Sync\1"),
+    (r"\bAsync(Api|JobApi|Executor|Internals)\b", r"Sync\1"),
     (r"\bAsyncClusterSubscriber\b", "ClusterSubscriber"),
     (r"\bAsyncRetrying\b", "Retrying"),
     (r"^from \.async_(\w+) import", r"from .sync_\1 import"),

@@ -19,9 +19,9 @@ def test_flow_shows_a_chain_as_it_moves(redis_url: str, prefix: str) -> None:
         worker = worqr.Worqr(redis_url, prefix=prefix)
         worker.start_worker()
         try:
-            worker._mark_job_queue("c-one")
-            _, [step], _ = worker._take_jobs("c-one", [], 1)
-            worker._take_jobs("c-one", [(step, "s", b"y")], 0)
+            worker.internals.mark_job_queue("c-one")
+            _, [step], _ = worker.internals.take_jobs("c-one", [], 1)
+            worker.internals.take_jobs("c-one", [(step, "s", b"y")], 0)
         finally:
             worker.close()
     code, out, err = flow_cli(redis_url, prefix, chain.id)

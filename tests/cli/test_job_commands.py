@@ -39,21 +39,23 @@ def cli(redis_url: str, prefix: str) -> Cli:
 
 
 def take(worker: worqr.Worqr, queue: str, count: int = 1) -> list[JobProcess]:
-    worker._mark_job_queue(queue)
-    _, taken, _ = worker._take_jobs(queue, [], count)
+    worker.internals.mark_job_queue(queue)
+    _, taken, _ = worker.internals.take_jobs(queue, [], count)
     assert len(taken) == count
     return taken
 
 
 def finish(worker: worqr.Worqr, process: JobProcess, result: str | bytes) -> None:
     kind, data = ("b", result) if isinstance(result, bytes) else ("s", result.encode())
-    [done], _, _ = worker._take_jobs(process.queue, [(process, kind, data)], 0)
+    [done], _, _ = worker.internals.take_jobs(process.queue, [(process, kind, data)], 0)
     assert done
 
 
 def fail(worker: worqr.Worqr, process: JobProcess, error: str, *, retry: bool = False) -> None:
     mode, retries, delay = ("error", 5, 60.0) if retry else ("fail", 0, 0.0)
-    done, _ = worker._fail_job(process, mode=mode, delay=delay, retries=retries, error=error)
+    done, _ = worker.internals.fail_job(
+        process, mode=mode, delay=delay, retries=retries, error=error
+    )
     assert done
 
 
@@ -89,7 +91,7 @@ def every_state(wq: worqr.Worqr, worker: worqr.Worqr, queue: str) -> dict[str, l
 def test_job_shows_the_record(cli: Cli, wq: worqr.Worqr, worker: worqr.Worqr) -> None:
     wq.submit("thumbs", "cat.png", id="t-1")
     [process] = take(worker, "thumbs")
-    assert worker._report_progress(process, b"resizing")
+    assert worker.internals.report_progress(process, b"resizing")
     finish(worker, process, "cat-small.png")
     fields = dict(line.split(None, 1) for line in cli.ok("job", "thumbs", "t-1").splitlines())
     assert list(fields) == [

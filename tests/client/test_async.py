@@ -585,9 +585,9 @@ def test_aclose_cancels_and_awaits_its_background_tasks(redis_url: str, prefix: 
         # Both loops are mid-run, not just started: the listener has delivered
         # fallback-poll hints, and heartbeats (every 0.05 s, from the lease
         # thread) have landed since.
-        beat = wq._core.last_heartbeat
+        beat = wq._core.state.last_heartbeat
         await async_wait_until(lambda: len(hints) >= 3, message="no poll hints")
-        await async_wait_until(lambda: wq._core.last_heartbeat > beat, message="no heartbeat")
+        await async_wait_until(lambda: wq._core.state.last_heartbeat > beat, message="no heartbeat")
 
         await wq.aclose()
         assert all(task.done() for task in mine)

@@ -23,7 +23,7 @@ def test_heartbeat_after_the_goodbye_does_not_re_register(redis_url: str, prefix
     try:
         wq.start_worker()
         wq.start_work("jobs")
-        plan = wq._core.deregister()
+        plan = wq._core.membership.deregister()
         request = next(plan)
         while not (isinstance(request, Call) and request.script == "forget_worker"):
             request = plan.send(wq._execute(request, 0))

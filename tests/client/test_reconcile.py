@@ -63,7 +63,7 @@ def test_a_returned_task_wakes_an_idle_peer_without_an_outage(
         assert redis_client.smembers(keys.idle) == {peer.worker_id.encode()}
         down: list[str] = []
         worker.add_observer(lambda event, fields: down.append(event) if "down" in event else None)
-        worker._core.last_heartbeat = (
+        worker._core.state.last_heartbeat = (
             time.monotonic() - 3 * worker.settings.heartbeat
         )  # a missed beat
         assert worker.heartbeat() in ("ok", "reaped")  # reconciles, and does not fail
@@ -84,7 +84,9 @@ def test_heartbeat_after_a_gap_reconciles(
     _lose_finish(redis_client, prefix, worker.worker_id or "", process.id, "a")
     assert worker.heartbeat() in ("ok", "reaped")  # no gap yet: nothing checked
     assert worker.count_processes("q") == 1
-    worker._core.last_heartbeat = time.monotonic() - 3 * worker.settings.heartbeat  # a missed beat
+    worker._core.state.last_heartbeat = (
+        time.monotonic() - 3 * worker.settings.heartbeat
+    )  # a missed beat
     worker.heartbeat()
     assert (worker.count_processes("q"), worker.count_tasks("q")) == (0, 1)
 
@@ -96,7 +98,7 @@ def test_a_dequeue_in_flight_is_left_alone(
     reconciling meanwhile must not take those processes away."""
     worker.enqueue_many("q", ["a", "b"])
     worker.start_work("q")  # so the plan's first request is the dequeue script
-    plan = worker._core.dequeue("q", 2)
+    plan = worker._core.processes.dequeue("q", 2)
     request = next(plan)
     reply = worker._execute(request, 0)  # applied in Redis; the plan has not seen it
     assert worker.count_processes("q") == 2
@@ -113,7 +115,7 @@ def test_an_abandoned_dequeue_is_returned(worker: worqr.Worqr) -> None:
     an error): its processes are strays, returned in order."""
     worker.enqueue_many("q", ["a", "b", "c"])
     worker.start_work("q")
-    plan = worker._core.dequeue("q", 2)
+    plan = worker._core.processes.dequeue("q", 2)
     worker._execute(next(plan), 0)
     with pytest.raises(worqr.RedisUnavailableError):
         plan.throw(worqr.RedisUnavailableError("reply lost"))

@@ -410,7 +410,7 @@ def test_async_client_on_a_cluster(redis_cluster: LocalCluster, prefix: str) -> 
             for queue in events:
                 await worker.on(queue, lambda e, m, q=queue: events[q].append((e, m)))
                 await worker.start_work(queue)
-            assert worker._core.publish == "SPUBLISH"
+            assert worker._core.state.publish == "SPUBLISH"
             for queue in ("a", "b", "c", "d"):  # queues on every master
                 await async_wait_until(lambda q=queue: ("work", 0) in events[q])
                 await producer.enqueue(queue, f"{queue}1")
@@ -492,7 +492,7 @@ def test_a_redis_6_2_cluster_falls_back_to_classic_pub_sub(
         for queue in ("a", "b", "c"):
             worker.on(queue, lambda e, m: heard.append((e, m)))
             worker.start_work(queue)
-        assert worker._core.publish == "PUBLISH"
+        assert worker._core.state.publish == "PUBLISH"
         wait_until(lambda: heard.count(("work", 0)) >= 3, message="no drain hints")
         for queue in ("a", "b", "c"):
             producer.enqueue(queue, queue)
@@ -572,7 +572,7 @@ def test_sharded_publish_on_a_6_2_node_never_fails_after_writing(
     script back), so an enqueue is neither an error nor a task pushed twice."""
     settings = quiet(prefix)
     with worqr.Worqr(cluster_62.url, cluster=True, settings=settings) as client:
-        client._core.publish = "SPUBLISH"
+        client._core.state.publish = "SPUBLISH"
         client.start_worker()
         client.start_work("q")  # idle: every script below has someone to publish to
         client.enqueue_many("q", ["a", "b"])  # enqueue wakes it

@@ -159,7 +159,7 @@ def test_deleting_a_queue_reports_its_flow_jobs_across_masters(
     client = RedisCluster.from_url(redis_cluster_url)
     try:
         for queue in (second, third):
-            keys = wq._core.queue_keys(queue)
+            keys = wq._core.state.queue_keys(queue)
             for key in (*keys.job_keys, *keys.flow_keys, keys.config, keys.stats):
                 assert not client.exists(key), key
             assert client.pttl(keys.job_applied) > 0

@@ -150,7 +150,7 @@ def test_clients_are_in_cluster_mode_and_publish_sharded(make: Factory) -> None:
     client = make(start=True)
     client.start_work("q")
     assert client._cluster
-    assert client._core.publish == "SPUBLISH"  # Redis 7 cluster: sharded pub/sub
+    assert client._core.state.publish == "SPUBLISH"  # Redis 7 cluster: sharded pub/sub
 
 
 def test_close_leaves_the_mesh_and_stops_every_thread(

@@ -15,6 +15,13 @@
 The base and `_core` import no socket, thread or asyncio code, and of redis-py
 only its exceptions: what they decide can run anywhere, and both clients
 execute it.
+
+The layers above the clients (`_runtime`, `metrics`, `http`, `_cli`, `web`,
+`_demo`, `cli`) use what a lower module offers under a public name, never a
+private one (``client._core``, ``from .x import _name``): what they need of a
+client is `client.internals`. A private name is reached only through ``self``
+or ``cls``; a private *module* (``from .. import _checks``) is a path, which
+the ranks above govern.
 """
 
 from __future__ import annotations
@@ -162,3 +169,59 @@ def test_no_module_grows_into_a_god_module() -> None:
         and not path.read_text("utf-8").startswith("# Generated")
     }
     assert not long, long
+
+
+# The layers above the clients, which use only what lower modules name publicly.
+UPPER = {"_runtime", "metrics", "http", "_cli", "web", "_demo", "cli"}
+# Private names of other libraries with no public spelling, each with its reason.
+FOREIGN_PRIVATE = {
+    # The type add_subparsers() returns: argparse has no public name for it.
+    ("_cli/parser.py", "argparse._SubParsersAction"),
+}
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def is_module(package: list[str], name: str) -> bool:
+    """Whether ``name`` (from ``package``, as a `from ... import` gives it) is a
+    module or package of worqr."""
+    path = PACKAGE.parent.joinpath(*package, name)
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def private_reaches(path: Path) -> list[tuple[int, str]]:
+    """Where ``path`` reaches into another object's or module's private names:
+    ``x._name`` with x not ``self``/``cls``, and ``from m import _name`` with
+    _name not a module."""
+    tree = ast.parse(path.read_text("utf-8"))
+    package = ["worqr", *path.relative_to(PACKAGE).parent.parts]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and is_private(node.attr):
+            owner = node.value
+            if not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
+                found.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            source = [*base, *(node.module.split(".") if node.module else [])]
+            for alias in node.names:
+                if is_private(alias.name) and not is_module(source, alias.name):
+                    found.append((node.lineno, f"from {'.'.join(source)} import {alias.name}"))
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in modules() if layer(p) in UPPER],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_upper_layers_use_only_public_names(path: Path) -> None:
+    where = path.relative_to(PACKAGE).as_posix()
+    reaches = [
+        f"{where}:{line} {expression}"
+        for line, expression in private_reaches(path)
+        if (where, expression) not in FOREIGN_PRIVATE
+    ]
+    assert not reaches, f"private names reached from a layer above the clients: {reaches}"

@@ -34,7 +34,7 @@ PROCESSES = 3
 def cancel(wq: worqr.Worqr, task: str) -> tuple[int, set[str]]:
     """`Worqr.cancel_tasks`, also returning the ids of the processes it ended
     (the cancel script's reply, which the public method sums up)."""
-    plan = wq._core.cancel_tasks(QUEUE, task)
+    plan = wq._core.producing.cancel_tasks(QUEUE, task)
     replies: dict[str | None, object] = {}
     try:
         request = next(plan)

@@ -39,7 +39,7 @@ def test_a_cap_reached_reads_as_limited(api: ApiRunner) -> None:
         await api.client.submit_many("jobs", ["a", "b"])
         await api.http.put("/v1/queues/jobs/limits", json={"max_active": 1})
         await api.client.start_worker()
-        _, taken, _ = await api.client._take_jobs("jobs", [], 2)
+        _, taken, _ = await api.client.internals.take_jobs("jobs", [], 2)
         assert len(taken) == 1  # the cap held the second back
         answer = (await api.http.get("/v1/queues/jobs/limits")).json()
         assert answer["active"] == 1 and answer["limited"] is True

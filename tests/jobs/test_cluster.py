@@ -96,35 +96,38 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
     for queue in (f"jobs-{i}" for i in range(6)):  # slots on every master
         ref = producer.submit(queue, "a", unique=True)
         producer.submit(queue, "later", delay=0.05)
-        worker._mark_job_queue(queue)
+        worker.internals.mark_job_queue(queue)
         # One: on a loaded machine "later" may be due already (50 ms), and run after "a".
-        _, taken, _ = worker._take_jobs(queue, [], 1)
+        _, taken, _ = worker.internals.take_jobs(queue, [], 1)
         [process] = taken
         assert process.job_id == ref.id
-        assert worker._report_progress(process, b"half")
-        assert worker._fail_job(process, mode="error", delay=0, retries=1, error="E") == (True, "r")
+        assert worker.internals.report_progress(process, b"half")
+        assert worker.internals.fail_job(process, mode="error", delay=0, retries=1, error="E") == (
+            True,
+            "r",
+        )
 
         def promoted(queue: str = queue) -> bool:
-            worker._promote_jobs(queue)
+            worker.internals.promote_due(queue)
             return producer.count_jobs(queue)["queued"] == 2
 
         wait_until(promoted)
-        _, taken, _ = worker._take_jobs(queue, [], 5)
+        _, taken, _ = worker.internals.take_jobs(queue, [], 5)
         assert len(taken) == 2
         for process in taken:
             if process.job_id == ref.id:
-                worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail")
+                worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="Fail")
             else:
-                worker._stop_job(process)
+                worker.internals.stop_job(process)
         assert producer.retry_job(queue, ref.id)
         assert producer.get_job(queue, ref.id) is not None
         assert producer.cancel_job(queue, ref.id)
         producer.submit(queue, "f", retries=0)
         producer.configure_queue(queue, rate=(1000, 1.0), max_active=100)  # job_limits
         assert producer.get_limits(queue).max_active == 100
-        _, taken, _ = worker._take_jobs(queue, [], 5)
+        _, taken, _ = worker.internals.take_jobs(queue, [], 5)
         for process in taken:
-            worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail")
+            worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="Fail")
         assert producer.requeue_failed(queue) == 2  # "later" (stopped, then failed) and "f"
         assert producer.cancel_tasks(queue, "later") == 1  # its one live copy: job_cancel_payload
         assert [job.payload for job in producer.get_jobs(queue, "queued")[0]] == ["f"]
@@ -132,9 +135,9 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
         assert producer.cancel_tasks(queue, "later") == 0  # no live copy is left
         producer.configure_queue(queue, rate=(1000, 1.0), max_active=100)  # job_limits
         assert producer.get_limits(queue).max_active == 100
-        _, taken, _ = worker._take_jobs(queue, [], 5)
+        _, taken, _ = worker.internals.take_jobs(queue, [], 5)
         for process in taken:
-            worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail")
+            worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="Fail")
         assert producer.purge_failed(queue) == 1  # "f", failed again
         assert producer.count_jobs(queue)["active"] == 0
         exercise_schedules(producer, worker, queue)
@@ -142,20 +145,20 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
         producer.delete_queue(queue)
     # Flows, their hops across the masters: submit, relay, report, cancel.
     chain = producer.submit_chain([worqr.Step("flow-0", "x"), worqr.Step("flow-1")])
-    worker._mark_job_queue("flow-0")
-    _, [process], _ = worker._take_jobs("flow-0", [], 1)
-    worker._take_jobs("flow-0", [(process, "s", b"r")], 0)  # job_flow_submit on flow-1
+    worker.internals.mark_job_queue("flow-0")
+    _, [process], _ = worker.internals.take_jobs("flow-0", [], 1)
+    worker.internals.take_jobs("flow-0", [(process, "s", b"r")], 0)  # job_flow_submit on flow-1
     assert producer.get_job("flow-1", f"{chain.id}.1").payload == "r"
     tree = producer.submit_flow(worqr.FlowJob("flow-2", children=[worqr.FlowJob("flow-3")]))
-    worker._mark_job_queue("flow-3")
-    _, [child], _ = worker._take_jobs("flow-3", [], 1)
-    worker._fail_job(child, mode="fail", delay=0, retries=0, error="E")  # job_child_done
+    worker.internals.mark_job_queue("flow-3")
+    _, [child], _ = worker.internals.take_jobs("flow-3", [], 1)
+    worker.internals.fail_job(child, mode="fail", delay=0, retries=0, error="E")  # job_child_done
     assert producer.get_flow(tree.id).state == "failed"
     assert producer.cancel_flow(chain.id)  # job_flow_cancel
     assert producer.relay() == 0  # job_outbox_claim; every hop was acked (job_outbox_ack)
 
     def outbox_age() -> Any:  # the exporter's read
-        return (yield flow_scripts.job_outbox_age(producer._core.queue_keys("flow-0")))
+        return (yield flow_scripts.job_outbox_age(producer._core.state.queue_keys("flow-0")))
 
     assert producer._drive(outbox_age()) == [0, 0]
     job_scripts = {name for name in script_names() if name.startswith(("job_", "flow_"))}
@@ -173,14 +176,16 @@ def exercise_schedules(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -
     version = json.loads(worker._drive(_read_spec(worker, queue, "c")))["v"]
     now = round(worker.server_time() * 1000)
     request = ["c", version, "* * * * *", "Asia/Tokyo", str(now - 180_000), str(now)]
-    worker._drive(worker._core.refill_schedules(queue, request))  # fires the missed minute
+    worker._drive(
+        worker._core.schedule_refill.refill_schedules(queue, request)
+    )  # fires the missed minute
     assert any(job.id.startswith("cron:c:") for job in producer.get_jobs(queue, "queued")[0])
     producer.schedule(queue, "e", every=0.05)
 
     def fired() -> bool:
-        _, taken, _ = worker._take_jobs(queue, [], 10)
+        _, taken, _ = worker.internals.take_jobs(queue, [], 10)
         for process in taken:
-            worker._stop_job(process)
+            worker.internals.stop_job(process)
         return any(p.job_id.startswith("cron:e:") for p in taken)
 
     wait_until(fired, timeout=10, message="an every schedule fired on the cluster")
@@ -188,7 +193,7 @@ def exercise_schedules(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -
 
 
 def _read_spec(client: worqr.Worqr, queue: str, name: str) -> Any:
-    value = yield command("HGET", client._core.queue_keys(queue).job_sched, name)
+    value = yield command("HGET", client._core.state.queue_keys(queue).job_sched, name)
     return value
 
 
@@ -209,8 +214,8 @@ def test_async_result_on_the_cluster(
             )
 
             def finish() -> None:
-                _, [process], _ = worker._take_jobs("waited", [], 1)
-                worker._take_jobs("waited", [(process, "s", b"done")], 0)
+                _, [process], _ = worker.internals.take_jobs("waited", [], 1)
+                worker.internals.take_jobs("waited", [(process, "s", b"done")], 0)
 
             started = time.monotonic()
             await asyncio.to_thread(finish)

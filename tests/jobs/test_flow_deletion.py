@@ -32,7 +32,7 @@ def ended(wq: worqr.Worqr, flow_id: str, timeout: float = 15.0) -> worqr.FlowInf
 
 def queue_keys(raw: redis.Redis, wq: worqr.Worqr, queue: str) -> dict[str, int]:
     """Every key left under the queue's hash tag, with its TTL (ms, -1: none)."""
-    tag = wq._core.queue_keys(queue).tasks.split("}")[0] + "}"
+    tag = wq._core.state.queue_keys(queue).tasks.split("}")[0] + "}"
     return {key.decode(): raw.pttl(key) for key in raw.keys(tag.replace("[", "\\[") + "*")}
 
 
@@ -118,7 +118,7 @@ def test_a_waiting_parent_whose_queue_is_deleted_cancels_its_children(
     assert wq.get_flow(inner.id).state == "failed"
     with redis.Redis.from_url(redis_url) as raw:
         left = queue_keys(raw, wq, "parent")
-    applied = wq._core.queue_keys("parent").job_applied
+    applied = wq._core.state.queue_keys("parent").job_applied
     assert set(left) <= {applied}, left  # outbox relayed, flow keys gone
     assert all(0 < ttl <= APPLIED_TTL_MS for ttl in left.values())
 
@@ -135,15 +135,15 @@ def test_deleting_a_queue_with_many_flow_jobs_works_in_chunks_and_leaves_nothing
         wq.result("top", flow.id, timeout=5)
     assert wq.get_flow(flow.id).state == "failed"
     with redis.Redis.from_url(redis_url) as raw:
-        assert set(queue_keys(raw, wq, "many")) <= {wq._core.queue_keys("many").job_applied}
-        assert raw.zcard(wq._core.queue_keys("top").job_outbox) == 0
+        assert set(queue_keys(raw, wq, "many")) <= {wq._core.state.queue_keys("many").job_applied}
+        assert raw.zcard(wq._core.state.queue_keys("top").job_outbox) == 0
 
 
 def test_the_delete_script_refuses_while_a_flow_job_is_live(wq: worqr.Worqr) -> None:
     """A relay that creates a flow job after the plan ended the others: the
     script refuses (nothing deleted) and the plan ends that one too."""
     flow = wq.submit_flow(worqr.FlowJob("top", children=[worqr.FlowJob("late", "x")]))
-    keys = wq._core.queue_keys("late")
+    keys = wq._core.state.queue_keys("late")
 
     def plan() -> Iterator[Any]:
         return (yield scripts.delete_queue(keys, [], publish="PUBLISH", applied_ttl_ms=1000))
@@ -160,7 +160,7 @@ def test_a_hop_into_a_queue_being_deleted_is_ended_with_it(make: Make) -> None:
     before its delete script. The script refuses; the plan sweeps again."""
     wq, other = make(), make()
     first = wq.submit_flow(worqr.FlowJob("keep", children=[worqr.FlowJob("race", "1")]))
-    original = wq._core._end_flow_jobs
+    original = wq._core.deletion._end_flow_jobs
     late: list[str] = []
 
     def sweep_then_race(queue: str, publish: str) -> Iterator[Any]:
@@ -169,7 +169,7 @@ def test_a_hop_into_a_queue_being_deleted_is_ended_with_it(make: Make) -> None:
             flow = other.submit_flow(worqr.FlowJob("keep", children=[worqr.FlowJob("race", "2")]))
             late.append(flow.id)
 
-    wq._core._end_flow_jobs = sweep_then_race  # type: ignore[method-assign]
+    wq._core.deletion._end_flow_jobs = sweep_then_race  # type: ignore[method-assign]
     wq.delete_queue("race")
     assert len(late) == 1
     for flow_id in (first.id, late[0]):
@@ -189,10 +189,10 @@ def test_a_poisoned_childs_report_is_relayed_by_the_reaper_at_once(
     victim = make(start=True, jobs=SLOW_RELAY)
     producer.configure_queue("kid", max_recoveries=0)
     flow = producer.submit_flow(worqr.FlowJob("top", children=[worqr.FlowJob("kid", "x")]))
-    victim._mark_job_queue("kid")
-    _, [_taken], _ = victim._take_jobs("kid", [], 1)
+    victim.internals.mark_job_queue("kid")
+    _, [_taken], _ = victim.internals.take_jobs("kid", [], 1)
     with redis.Redis.from_url(redis_url) as raw:  # the victim dies: its lease goes
-        raw.delete(victim._core.mesh.alive(victim.worker_id or ""))
+        raw.delete(victim._core.state.mesh.alive(victim.worker_id or ""))
     assert producer.reap() == 1
     reaped = time.monotonic()
     assert producer.get_job("kid", f"{flow.id}.0").state == "failed"

@@ -263,7 +263,7 @@ def test_bad_input_raises_and_writes_nothing(wq: worqr.Worqr) -> None:
         wq.get_flow("nothing")
     assert wq.cancel_flow("nothing") is False
     for queue in ("a", "b"):
-        assert wq._queue_kind(queue) == "tasks"  # never made a job queue
+        assert wq.internals.queue_kind(queue) == "tasks"  # never made a job queue
 
 
 def test_a_hop_relayed_twice_is_applied_once(make: Make, redis_url: str) -> None:
@@ -276,25 +276,25 @@ def test_a_hop_relayed_twice_is_applied_once(make: Make, redis_url: str) -> None
     def no_relay(queue: str, flat: object) -> object:
         return iter(())
 
-    worker._core.relay_written = no_relay  # type: ignore[method-assign]
+    worker._core.relay.relay_written = no_relay  # type: ignore[method-assign]
     flow = producer.submit_chain([worqr.Step("h1", "x"), worqr.Step("h2")])
-    worker._mark_job_queue("h1")
-    _, [step], _ = worker._take_jobs("h1", [], 1)
-    assert worker._take_jobs("h1", [(step, "s", b"result")], 0)[0] == [True]
-    outbox = producer._core.queue_keys("h1")
+    worker.internals.mark_job_queue("h1")
+    _, [step], _ = worker.internals.take_jobs("h1", [], 1)
+    assert worker.internals.take_jobs("h1", [(step, "s", b"result")], 0)[0] == [True]
+    outbox = producer._core.state.queue_keys("h1")
     with redis.Redis.from_url(redis_url) as raw:
         [hop] = raw.zrange(outbox.job_outbox, 0, -1)
         header = raw.hget(outbox.job_outbox_data, hop)
         assert producer.get_job("h2", f"{flow.id}.1") is None
         assert producer.relay("h2") == 0  # nothing in h2's own outbox
-        wait_until(lambda: producer._drive(producer._core.relay_stragglers()) == 1, 5)
+        wait_until(lambda: producer._drive(producer._core.relay.relay_stragglers()) == 1, 5)
         assert producer.get_job("h2", f"{flow.id}.1").payload == "result"
         assert raw.zcard(outbox.job_outbox) == 0  # acked
         # The same hop again (as if its ack had been lost), after the step was purged.
-        worker._mark_job_queue("h2")
-        _, [second], _ = worker._take_jobs("h2", [], 1)
-        worker._take_jobs("h2", [(second, "n", b"")], 0)
-        worker._promote_jobs("h2")  # purges
+        worker.internals.mark_job_queue("h2")
+        _, [second], _ = worker.internals.take_jobs("h2", [], 1)
+        worker.internals.take_jobs("h2", [(second, "n", b"")], 0)
+        worker.internals.promote_due("h2")  # purges
         assert producer.get_job("h2", f"{flow.id}.1") is None
         raw.zadd(outbox.job_outbox, {hop: 0})
         raw.hset(outbox.job_outbox_data, hop, header)

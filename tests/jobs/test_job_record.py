@@ -33,12 +33,12 @@ def test_the_scripts_write_what_get_job_reads(
     with worqr.Worqr(redis_url, prefix=prefix) as client:
         ref = client.submit("q", "x")
         client.start_worker()
-        _, [process], _ = client._take_jobs("q", [], 1)
+        _, [process], _ = client.internals.take_jobs("q", [], 1)
         keys = MeshKeys(prefix).queue("q")
         active_json = redis_client.hget(keys.jobs, ref.id)
         hot = redis_client.hget(keys.jobs, hot_field(ref.id))
         assert hot is not None and hot.startswith(b"a") and hot.endswith(process.id.encode())
-        flags, _, _ = client._take_jobs("q", [(process, "s", b"done")], 0)
+        flags, _, _ = client.internals.take_jobs("q", [(process, "s", b"done")], 0)
         assert flags == [True]
         assert redis_client.hget(keys.jobs, ref.id) == active_json  # the JSON was not rewritten
         raw, hot = redis_client.hmget(keys.jobs, [ref.id, hot_field(ref.id)])

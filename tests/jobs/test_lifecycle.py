@@ -29,12 +29,12 @@ def counts(**nonzero: int) -> dict[str, int]:
 
 
 def take(client: worqr.Worqr, queue: str = "q", count: int = 10) -> list[JobProcess]:
-    _, taken, _ = client._take_jobs(queue, [], count)
+    _, taken, _ = client.internals.take_jobs(queue, [], count)
     return taken
 
 
 def finish(client: worqr.Worqr, process: JobProcess, kind: str = "s", data: bytes = b"ok") -> bool:
-    flags, _, _ = client._take_jobs(process.queue, [(process, kind, data)], 0)
+    flags, _, _ = client.internals.take_jobs(process.queue, [(process, kind, data)], 0)
     return flags[0]
 
 
@@ -123,7 +123,7 @@ def test_failures_retry_after_their_delay_then_fail(make: Make) -> None:
     for attempt in (1, 2, 3):
         [process] = take(worker)
         assert process.attempt == attempt and process.failures == attempt - 1
-        accepted, state = worker._fail_job(
+        accepted, state = worker.internals.fail_job(
             process, mode="error", delay=0.05, retries=2, error=f"ValueError: no {attempt}"
         )
         assert accepted
@@ -155,7 +155,9 @@ def test_fail_now_ignores_retries(make: Make) -> None:
     producer, worker = make(), make(start=True)
     ref = producer.submit("q", "bad", retries=5)
     [process] = take(worker)
-    assert worker._fail_job(process, mode="fail", delay=0, retries=5, error="Fail: bad") == (
+    assert worker.internals.fail_job(
+        process, mode="fail", delay=0, retries=5, error="Fail: bad"
+    ) == (
         True,
         "x",
     )
@@ -190,7 +192,7 @@ def test_retry_job_gives_a_new_life_and_respects_the_unique_marker(make: Make) -
     producer, worker = make(), make(start=True)
     ref = producer.submit("q", "same", unique=True, retries=0)
     [process] = take(worker)
-    worker._fail_job(process, mode="error", delay=0, retries=0, error="E: x")
+    worker.internals.fail_job(process, mode="error", delay=0, retries=0, error="E: x")
     other = producer.submit("q", "same", unique=True)  # the marker was released
     assert not other.duplicate
     assert not producer.retry_job("q", ref.id)  # the other live job holds the marker
@@ -211,12 +213,12 @@ def test_requeue_and_purge_failed_jobs(make: Make) -> None:
     producer, worker = make(), make(start=True)
     refs = producer.submit_many("q", ["a", "b", "c"], retries=0)
     for process in take(worker):
-        worker._fail_job(process, mode="error", delay=0, retries=0, error="E")
+        worker.internals.fail_job(process, mode="error", delay=0, retries=0, error="E")
     assert producer.count_failed("q") == 3
     assert producer.requeue_failed("q") == 3
     assert producer.count_jobs("q") == counts(queued=3)
     for process in take(worker):
-        worker._fail_job(process, mode="fail", delay=0, retries=0, error="E")
+        worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="E")
     assert producer.purge_failed("q") == 3
     assert producer.count_jobs("q") == counts()
     assert all(producer.get_job("q", ref.id) is None for ref in refs)
@@ -418,7 +420,7 @@ def test_failed_and_cancelled_records_expire_and_takes_purge_them(
     failed, cancelled, kept = producer.submit_many("q", ["fails", "cancelled", "kept"])
     assert producer.cancel_job("q", cancelled.id)
     [process] = [p for p in take(worker) if p.job_id == failed.id]
-    worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail: no")
+    worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="Fail: no")
     ended = {ref.id: producer.get_job("q", ref.id) for ref in (failed, cancelled)}
     assert [info.state for info in ended.values() if info] == ["failed", "cancelled"]
     last = max(info.ended or 0.0 for info in ended.values() if info)
@@ -447,13 +449,17 @@ def test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh(
     producer.submit_many("idle", [f"j{i}" for i in range(total)])
     taken = take(worker, "idle", 500) + take(worker, "idle", 500) + take(worker, "idle", 500)
     assert len(taken) == total
-    flags, _, _ = worker._take_jobs("idle", [(p, "s", b"ok") for p in taken], 0)  # one call
+    flags, _, _ = worker.internals.take_jobs(
+        "idle", [(p, "s", b"ok") for p in taken], 0
+    )  # one call
     assert all(flags)
     later = producer.submit("idle", "later", delay=0.2)
     worker.stop_work("idle")  # no member is left to purge as it takes
     keys = MeshKeys(prefix).queue("idle")
     wait_until(lambda: producer.count_jobs("idle")["finished"] == 0, timeout=3)
-    wait_until(lambda: producer._job_counts("idle")["overdue"] == 1, timeout=3)  # due, waiting
+    wait_until(
+        lambda: producer.internals.job_counts("idle")["overdue"] == 1, timeout=3
+    )  # due, waiting
     assert redis_client.hlen(keys.jobs) == 2 * (total + 1)  # expired, but held: 2 fields each
 
     reaper, peer = make(start=True), make(start=True)
@@ -464,7 +470,7 @@ def test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh(
     assert 0 < redis_client.pttl(MeshKeys(prefix).upkeep) <= UPKEEP_INTERVAL * 1000
     # Within the interval, no peer tidies again.
     producer.submit("idle", "another", delay=0.05)
-    wait_until(lambda: producer._job_counts("idle")["overdue"] == 1, timeout=3)
+    wait_until(lambda: producer.internals.job_counts("idle")["overdue"] == 1, timeout=3)
     peer.reap()
     assert producer.count_jobs("idle") == counts(queued=1, delayed=1)  # not this interval
 
@@ -472,7 +478,7 @@ def test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh(
 def upkeep_pass(client: worqr.Worqr, members_of: dict[str, str]) -> list[str]:
     """Run one upkeep pass step by step; the queues whose members it checked
     (``members_of``: each queue's members key -> its name)."""
-    plan = client._core.tidy_job_queues()
+    plan = client._core.upkeep.tidy_job_queues()
     checked: list[str] = []
     try:
         request = next(plan)

@@ -274,12 +274,12 @@ def test_a_cron_schedule_fires_the_librarys_times_across_dst_changes(
         assert utc == expected, "the library's fire times"
         version = spec_of(redis_client, prefix, "q", name)["v"]
         call = job_scripts.job_sched_refill(
-            wq._core.queue_keys("q"),
+            wq._core.state.queue_keys("q"),
             name,
             version,
             fires,
             publish="PUBLISH",
-            policy=wq._core.settings.jobs.policy,
+            policy=wq._core.state.settings.jobs.policy,
         )
         for _ in range(2):  # a second, equal refill creates nothing
             redis_client.evalsha(

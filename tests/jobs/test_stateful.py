@@ -175,7 +175,7 @@ class JobMachine(RuleBasedStateMachine):
         model = self.workers[index]
         if model.dead:
             return
-        _, taken, more = model.client._take_jobs(QUEUE, [], count)
+        _, taken, more = model.client.internals.take_jobs(QUEUE, [], count)
         assert not more
         expected = self.run_order()[:count]
         assert [process.job_id for process in taken] == expected  # priorities, then order
@@ -195,14 +195,14 @@ class JobMachine(RuleBasedStateMachine):
         live = job.state == "active" and job.pid == process.id
         client = model.client
         if outcome == "finish":
-            flags, _, _ = client._take_jobs(QUEUE, [(process, "s", b"r")], 0)
+            flags, _, _ = client.internals.take_jobs(QUEUE, [(process, "s", b"r")], 0)
             accepted = flags[0]
             new = "finished"
         elif outcome == "stop":
-            accepted = client._stop_job(process)
+            accepted = client.internals.stop_job(process)
             new = "queued"
         else:
-            accepted, code = client._fail_job(
+            accepted, code = client.internals.fail_job(
                 process, mode=outcome, delay=FAR, retries=job.retries, error="E: x"
             )
             job.failures += accepted
@@ -285,7 +285,7 @@ class JobMachine(RuleBasedStateMachine):
     def late_finish(self, data: st.DataObject) -> None:
         """A failed worker's late finish is refused and changes nothing."""
         client, process = data.draw(st.sampled_from(self.stale))
-        flags, _, _ = client._take_jobs(QUEUE, [(process, "s", b"late")], 0)
+        flags, _, _ = client.internals.take_jobs(QUEUE, [(process, "s", b"late")], 0)
         assert flags == [False]
 
     # -- invariants ------------------------------------------------------------

@@ -21,7 +21,7 @@ def keys_of(raw: redis.Redis, prefix: str) -> list[bytes]:
 
 
 def take(client: worqr.Worqr, queue: str, count: int = 10) -> list[worqr._jobs.JobProcess]:
-    _, taken, _ = client._take_jobs(queue, [], count)
+    _, taken, _ = client.internals.take_jobs(queue, [], count)
     return taken
 
 
@@ -55,7 +55,7 @@ def test_a_live_id_is_not_created_twice_and_a_terminal_one_starts_anew(
     assert wq.count_jobs("q")["queued"] == 1
     worker = make(start=True)
     [process] = take(worker, "q")
-    worker._take_jobs("q", [(process, "s", b"done")], 0)
+    worker.internals.take_jobs("q", [(process, "s", b"done")], 0)
     assert wq.get_job("q", first.id).state == "finished"  # type: ignore[union-attr]
     anew = wq.submit("q", "three", id="job-1")
     assert not anew.duplicate
@@ -67,7 +67,7 @@ def test_a_live_id_is_not_created_twice_and_a_terminal_one_starts_anew(
 def test_a_resent_submit_answers_as_the_first_call(wq: worqr.Worqr) -> None:
     """The reply of a submit was lost and the call is sent again: the same call
     (same nonce) creates nothing more and says it created the job."""
-    plan = wq._core.submit_many("q", ["payload"], ids=["resent"])
+    plan = wq._core.submission.submit_many("q", ["payload"], ids=["resent"])
     request = next(plan)
     while request.script != "job_submit":  # registries first
         request = plan.send(wq._execute(request, 0))
@@ -83,7 +83,7 @@ def test_a_resent_submit_answers_as_the_first_call(wq: worqr.Worqr) -> None:
 def submit_call(client: worqr.Worqr, payloads: list[str], **options: object) -> Call:
     """The job_submit script call a submit of ``payloads`` with ``options``
     makes (not sent)."""
-    plan = client._core.submit_many("q", payloads, **options)
+    plan = client._core.submission.submit_many("q", payloads, **options)
     request = next(plan)
     while request.script != "job_submit":  # registries first
         request = plan.send(client._execute(request, 0))
@@ -131,9 +131,9 @@ def test_a_unique_marker_is_held_while_live_and_released_when_it_ends(
         worker = make(start=True)
         for process in take(worker, "q"):
             if process.job_id != first.id or ending == "finished":
-                worker._take_jobs("q", [(process, "n", b"")], 0)
+                worker.internals.take_jobs("q", [(process, "n", b"")], 0)
             else:
-                worker._fail_job(process, mode="fail", delay=0, retries=0, error="Fail: x")
+                worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="Fail: x")
     assert wq.get_job("q", first.id).state == ending  # type: ignore[union-attr]
     third = wq.submit("q", "same", unique=True)
     assert not third.duplicate and third.id != first.id

@@ -33,7 +33,7 @@ def drain(
     the finishes' flags, and the last batch (still held)."""
     flags: list[bool] = []
     for _ in range(calls):
-        done, held, _ = worker._take_jobs("q", [(p, "s", b"ok") for p in held], BATCH)
+        done, held, _ = worker.internals.take_jobs("q", [(p, "s", b"ok") for p in held], BATCH)
         flags += done
     return flags, held
 
@@ -83,7 +83,7 @@ def test_a_priority_mix_is_taken_in_order_by_batches(make: Callable[..., worqr.W
     seen: list[str] = []
     held: list[JobProcess] = []
     while True:
-        _, held, _ = worker._take_jobs("q", [(p, "n", b"") for p in held], 5)
+        _, held, _ = worker.internals.take_jobs("q", [(p, "n", b"") for p in held], 5)
         if not held:
             break
         seen += [str(process.task) for process in held]

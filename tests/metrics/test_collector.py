@@ -104,13 +104,18 @@ def test_collector_reports_exact_job_counts_overdue_jobs_and_job_events(
         finished = producer.submit("j", "fin", result_ttl=1.5)  # expires 1.5 s after it ends
         for payload in ("retry", "fail", "run"):
             producer.submit("j", payload)
-        _, taken, _ = worker._take_jobs("j", [], 4)
+        _, taken, _ = worker.internals.take_jobs("j", [], 4)
         by_payload: dict[object, JobProcess] = {job.task: job for job in taken}
-        flags, _, _ = worker._take_jobs("j", [(by_payload["fin"], "s", b"ok")], 0)
+        flags, _, _ = worker.internals.take_jobs("j", [(by_payload["fin"], "s", b"ok")], 0)
         assert flags == [True]
         retry = by_payload["retry"]
-        assert worker._fail_job(retry, mode="error", delay=60, retries=1, error="E") == (True, "r")
-        assert worker._fail_job(by_payload["fail"], mode="fail", delay=0, retries=1, error="F") == (
+        assert worker.internals.fail_job(retry, mode="error", delay=60, retries=1, error="E") == (
+            True,
+            "r",
+        )
+        assert worker.internals.fail_job(
+            by_payload["fail"], mode="fail", delay=0, retries=1, error="F"
+        ) == (
             True,
             "x",
         )
@@ -159,7 +164,7 @@ def test_collector_reports_exact_job_counts_overdue_jobs_and_job_events(
         # A job queue missing from the mesh's registry of job queues still counts
         # (its kind marker decides, one more round trip).
         redis_client.srem(MeshKeys(prefix).jobqueues, "j")
-        _, [first], _ = worker._take_jobs("j", [], 1)
+        _, [first], _ = worker.internals.take_jobs("j", [], 1)
         assert first.task == "urgent"
         assert not redis_client.sismember(MeshKeys(prefix).jobqueues, "j")
         snapshot = scrape(collector)
@@ -267,15 +272,15 @@ def test_the_rate_limited_gauge_is_one_while_limits_hold_back_ready_jobs(
         producer.configure_queue("capped", max_active=1)
         producer.configure_queue("idle-limit", rate=(1, 60.0))
         producer.submit("idle-limit", "only")
-        _, [_started], _ = worker._take_jobs("idle-limit", [], 1)  # shut 60 s, none waits
+        _, [_started], _ = worker.internals.take_jobs("idle-limit", [], 1)  # shut 60 s, none waits
         producer.submit("free", "x")  # no limits
         producer.submit_many("capped", ["a", "b"])
-        _, taken, _ = worker._take_jobs("capped", [], 2)
+        _, taken, _ = worker.internals.take_jobs("capped", [], 2)
         assert len(taken) == 1  # the cap
         assert producer.get_limits("idle-limit").closed_until is not None
         registry = scrape(collector)
         assert value(registry, "worqr_queue_rate_limited", queue="capped") == 1
         assert value(registry, "worqr_queue_rate_limited", queue="idle-limit") == 0
         assert value(registry, "worqr_queue_rate_limited", queue="free") == 0
-        worker._take_jobs("capped", [(taken[0], "n", b"")], 0)  # the active job ends
+        worker.internals.take_jobs("capped", [(taken[0], "n", b"")], 0)  # the active job ends
         assert value(scrape(collector), "worqr_queue_rate_limited", queue="capped") == 0

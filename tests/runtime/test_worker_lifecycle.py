@@ -246,7 +246,7 @@ def test_leaving_covers_a_join_that_was_abandoned_halfway(
     keys = MeshKeys(prefix).queue("q")
     wq = worqr.Worqr(redis_url, settings=worqr.Settings(prefix=prefix, **FAST))
     worker_id = wq.start_worker()
-    plan = wq._core.start_work("q")
+    plan = wq._core.membership.start_work("q")
     request = next(plan)  # add_worker_queue, the subscription, then join_queue
     while getattr(request, "script", None) != "join_queue":
         request = plan.send(wq._execute(request, 1.0))
@@ -268,7 +268,7 @@ def test_a_worker_hears_wake_ups_before_it_becomes_a_member(
     keys = MeshKeys(prefix).queue("q")
     with worqr.Worqr(redis_url, settings=worqr.Settings(prefix=prefix, **FAST)) as wq:
         worker_id = wq.start_worker()
-        plan = wq._core.start_work("q")
+        plan = wq._core.membership.start_work("q")
         request = next(plan)
         while getattr(request, "script", None) != "join_queue":
             request = plan.send(wq._execute(request, 1.0))

@@ -308,7 +308,7 @@ def test_a_queue_shows_its_limits_and_when_they_hold_it_back(
     wait_for(browser, "the limits", lambda: line.is_displayed() and "at most 1 active" in line.text)
     assert line.text == "Limits: at most 20 starts in 1 s; at most 1 active (0 now)"
     wq.start_worker()
-    assert len(wq._take_jobs("limited", [], 2)[1]) == 1  # the cap holds the second back
+    assert len(wq.internals.take_jobs("limited", [], 2)[1]) == 1  # the cap holds the second back
     wait_for(browser, "the hold", lambda: line.text.endswith("; held back now"))
     assert "at most 1 active (1 now)" in line.text
     assert "bad" in (line.get_attribute("class") or "")

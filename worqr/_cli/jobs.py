@@ -106,7 +106,7 @@ def _not_found(client: Worqr, queue: str, id: str) -> CliError:
 
 def _is_task_queue(client: Worqr, queue: str) -> bool:
     """A known queue that holds tasks (an unknown one may still become a job queue)."""
-    return client._queue_kind(queue) != "jobs" and queue in client.get_queues()
+    return client.internals.queue_kind(queue) != "jobs" and queue in client.get_queues()
 
 
 def _act(client: Worqr, args: argparse.Namespace, before: JobInfo) -> str:
@@ -173,7 +173,7 @@ def jobs(args: argparse.Namespace) -> int:
     with admin_client(args) as client:
         if _is_task_queue(client, queue):
             raise CliError(f"queue {queue!r} is a task queue: it holds no jobs (see worqr status)")
-        counts = client._job_counts(queue)
+        counts = client.internals.job_counts(queue)
         states = (args.state,) if args.state else STATES
         listed = {
             state: first_jobs(client, queue, state, args.limit)

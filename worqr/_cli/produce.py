@@ -95,7 +95,7 @@ def not_replicated(
 def cancel(args: argparse.Namespace) -> int:
     with admin_client(args) as client:
         cancelled = client.cancel_tasks(args.queue, argv_value(args.task))
-        jobs = client._queue_kind(args.queue) == "jobs"  # known by now: no extra read
+        jobs = client.internals.queue_kind(args.queue) == "jobs"  # known by now: no extra read
     if jobs:  # every live job with this payload
         print(f"cancelled {cancelled} job{'s' if cancelled != 1 else ''} on {args.queue!r}")
     else:
@@ -121,7 +121,7 @@ def show_task(task: str | bytes) -> str:
 def failed(args: argparse.Namespace) -> int:
     """A task queue's dead letters, or a job queue's failed jobs (id, attempts, error)."""
     with admin_client(args) as client:
-        jobs = client._queue_kind(args.queue) == "jobs"
+        jobs = client.internals.queue_kind(args.queue) == "jobs"
         noun = "failed job" if jobs else "dead letter"
         if args.requeue:
             moved = client.requeue_failed(args.queue)

@@ -52,8 +52,8 @@ class Snapshot:
 
 
 def queue_row(client: Worqr, name: str, now: float) -> QueueRow:
-    if client._queue_kind(name) == "jobs":
-        counts = client._job_counts(name)
+    if client.internals.queue_kind(name) == "jobs":
+        counts = client.internals.job_counts(name)
         limits = client.get_limits(name)
         has_limits = limits.rate is not None or limits.max_active is not None
         return QueueRow(

@@ -30,22 +30,22 @@ class AsyncApi(AsyncJobApi):
 
     async def enqueue(self, queue: str, task: str | bytes) -> None:
         """Add one task (``str`` or ``bytes``) to the back of ``queue``."""
-        await self._drive(self._core.enqueue_many(queue, [task]))
+        await self._drive(self._core.producing.enqueue_many(queue, [task]))
 
     async def enqueue_many(self, queue: str, tasks: Iterable[str | bytes]) -> int:
         """Add tasks to the back of ``queue`` in order, in batched script calls;
         returns how many. One bad task writes none of them."""
-        return await self._drive(self._core.enqueue_many(queue, tasks))
+        return await self._drive(self._core.producing.enqueue_many(queue, tasks))
 
     async def cancel_tasks(self, queue: str, task: str | bytes) -> int:
         """Cancel every copy of ``task``: queued copies are removed, in-process
         copies end and their workers are told. Returns how many copies."""
-        return await self._drive(self._core.cancel_tasks(queue, task))
+        return await self._drive(self._core.producing.cancel_tasks(queue, task))
 
     async def delete_queue(self, queue: str) -> None:
         """Drop ``queue`` with its tasks, processes and dead letters; listeners
         get "delete" and in-process copies are fenced."""
-        await self._drive(self._core.delete_queue(queue))
+        await self._drive(self._core.deletion.delete_queue(queue))
 
     async def configure_queue(
         self,
@@ -66,7 +66,7 @@ class AsyncApi(AsyncJobApi):
         host; ``max_active=n`` caps its active jobs. Both are enforced in the take
         script; when the queue opens again one idle worker is woken."""
         await self._drive(
-            self._core.configure_queue(
+            self._core.limits.configure_queue(
                 queue, max_recoveries=max_recoveries, rate=rate, max_active=max_active
             )
         )
@@ -74,41 +74,41 @@ class AsyncApi(AsyncJobApi):
     async def get_limits(self, queue: str) -> QueueLimits:
         """A job queue's rate and cap, its active jobs, and until when the rate
         (or a handler's `RateLimited`) keeps it closed now."""
-        return await self._drive(self._core.get_limits(queue))
+        return await self._drive(self._core.limits.get_limits(queue))
 
     # -- reading ---------------------------------------------------------------
 
     async def get_queues(self) -> list[str]:
         """The mesh's known queues, sorted."""
-        return await self._drive(self._core.get_queues())
+        return await self._drive(self._core.reads.get_queues())
 
     async def get_workers(self) -> list[str]:
         """The registered workers' ids, sorted (the dead ones until peers fail them)."""
-        return await self._drive(self._core.get_workers())
+        return await self._drive(self._core.reads.get_workers())
 
     async def get_working_queues(self, worker_id: str | None = None) -> list[str]:
         """The queues ``worker_id`` works on (default: this client's worker)."""
-        return await self._drive(self._core.get_working_queues(worker_id))
+        return await self._drive(self._core.reads.get_working_queues(worker_id))
 
     async def get_worker_info(self, worker_id: str) -> dict[str, str]:
         """A worker's host, pid and start time, as it registered them."""
-        return await self._drive(self._core.get_worker_info(worker_id))
+        return await self._drive(self._core.reads.get_worker_info(worker_id))
 
     async def count_tasks(self, queue: str) -> int:
         """Tasks queued on ``queue`` (on a job queue: its queued jobs)."""
-        return await self._drive(self._core.count_tasks(queue))
+        return await self._drive(self._core.job_reads.count_tasks(queue))
 
     async def count_processes(self, queue: str) -> int:
         """Processes of ``queue`` in flight on any worker."""
-        return await self._drive(self._core.count_processes(queue))
+        return await self._drive(self._core.reads.count_processes(queue))
 
     async def count_failed(self, queue: str) -> int:
         """Dead letters of ``queue``."""
-        return await self._drive(self._core.count_failed(queue))
+        return await self._drive(self._core.dead_letters.count_failed(queue))
 
     async def get_failed(self, queue: str) -> list[str | bytes]:
         """The dead letters of ``queue``, newest first."""
-        return await self._drive(self._core.get_failed(queue))
+        return await self._drive(self._core.dead_letters.get_failed(queue))
 
     async def get_stats(self, queue: str) -> dict[str, int]:
         """Lifetime counters of ``queue`` by event; events that never happened are
@@ -117,24 +117,24 @@ class AsyncApi(AsyncJobApi):
         queue submitted, deduplicated, promoted, started, finished, retried,
         failed, poisoned, cancelled, recovered, released, stopped, redriven,
         purged, purged_by_cap, rate_limited."""
-        return await self._drive(self._core.get_stats(queue))
+        return await self._drive(self._core.reads.get_stats(queue))
 
     async def workers_alive(self, worker_ids: Iterable[str]) -> list[bool]:
         """Whether each worker's lease currently exists."""
-        return await self._drive(self._core.workers_alive(worker_ids))
+        return await self._drive(self._core.reads.workers_alive(worker_ids))
 
     async def count_worker_processes(self, queue: str, worker_id: str) -> int:
         """Processes ``worker_id`` holds on ``queue``."""
-        return await self._drive(self._core.count_worker_processes(queue, worker_id))
+        return await self._drive(self._core.reads.count_worker_processes(queue, worker_id))
 
     async def requeue_failed(self, queue: str) -> int:
         """Move the dead letters of ``queue`` to its back, oldest first, one atomic
         move each; returns how many."""
-        return await self._drive(self._core.requeue_failed(queue))
+        return await self._drive(self._core.dead_letters.requeue_failed(queue))
 
     async def purge_failed(self, queue: str) -> int:
         """Drop the dead letters of ``queue``; returns how many."""
-        return await self._drive(self._core.purge_failed(queue))
+        return await self._drive(self._core.dead_letters.purge_failed(queue))
 
     # -- working ---------------------------------------------------------------
 
@@ -142,41 +142,41 @@ class AsyncApi(AsyncJobApi):
         """Register in the mesh and start the heartbeat and peer supervision;
         returns the worker id (the same one when called again)."""
         async with self._start_lock:
-            if self._core.worker_id is not None:
-                return self._core.worker_id
-            worker = await self._drive(self._core.start_worker())
+            if self._core.state.worker_id is not None:
+                return self._core.state.worker_id
+            worker = await self._drive(self._core.membership.start_worker())
             self._start_heartbeat()
             return worker
 
     async def start_work(self, queue: str) -> None:
         """Join ``queue``: dequeue from it and hear its wake-ups."""
-        await self._drive(self._core.start_work(queue))
+        await self._drive(self._core.membership.start_work(queue))
 
     async def stop_work(self, queue: str) -> None:
         """Stop working on ``queue``; its processes go back to the front."""
-        await self._drive(self._core.stop_work(queue))
+        await self._drive(self._core.membership.stop_work(queue))
 
     async def on(self, queue: str, callback: Callback) -> None:
         """Call ``callback(event, message)`` for "work" (a hint of how many tasks
         arrived), "cancel" (process ids) and "delete" (None). With `AsyncWorqr`
         the callback may be a coroutine function."""
-        await self._drive(self._core.on(queue, callback))
+        await self._drive(self._core.notifications.on(queue, callback))
 
     async def dequeue(self, queue: str) -> Process | None:
         """Take the task at the front of ``queue`` as a process, or None when it
         is empty (joins the queue if needed)."""
-        taken = await self._drive(self._core.dequeue(queue, 1))
+        taken = await self._drive(self._core.processes.dequeue(queue, 1))
         return taken[0] if taken else None
 
     async def dequeue_many(self, queue: str, count: int) -> list[Process]:
         """Take up to ``count`` tasks from the front of ``queue``; a large count
         runs as script calls of at most 500 tasks each."""
-        return await self._drive(self._core.dequeue(queue, count))
+        return await self._drive(self._core.processes.dequeue(queue, count))
 
     async def finish_process(self, process: str | Process) -> bool:
         """End a process; False if it no longer exists (fenced: its worker was
         failed, or it was cancelled or deleted)."""
-        return await self._drive(self._core.finish_process(process))
+        return await self._drive(self._core.processes.finish_process(process))
 
     async def complete(
         self, queue: str, finished: Iterable[str | Process], count: int = 0
@@ -184,41 +184,41 @@ class AsyncApi(AsyncJobApi):
         """Finish processes of ``queue`` and take up to ``count`` more tasks from its
         front, in one script call. Returns a flag per finished process (False: it no
         longer existed, as `finish_process`) and the new processes."""
-        return await self._drive(self._core.complete(queue, finished, count))
+        return await self._drive(self._core.processes.complete(queue, finished, count))
 
     async def stop_process(self, process: str | Process) -> bool:
         """End a process and put its task back at the front of its queue; False
         if it no longer exists."""
-        return await self._drive(self._core.stop_process(process))
+        return await self._drive(self._core.processes.stop_process(process))
 
     async def fail_process(self, process: str | Process) -> bool:
         """Dead-letter a process whose task failed; False if it no longer exists."""
-        return await self._drive(self._core.fail_process(process))
+        return await self._drive(self._core.processes.fail_process(process))
 
     async def processes_exist(self, queue: str, pids: Iterable[str]) -> list[bool]:
         """Whether each process still exists (not finished, cancelled or failed over)."""
-        return await self._drive(self._core.processes_exist(queue, pids))
+        return await self._drive(self._core.processes.processes_exist(queue, pids))
 
     async def fail_worker(self) -> int:
         """Return every process of this worker to the front of its queue; the
         worker stays registered. Returns how many."""
-        return await self._drive(self._core.fail_worker())
+        return await self._drive(self._core.membership.fail_worker())
 
     async def reconcile(self) -> int:
         """Return to the front the processes Redis says this worker holds but this
         client no longer runs (acknowledgements Redis lost, e.g. in a failover);
         heartbeats do it after an outage. Returns how many."""
-        return await self._drive(self._core.reconcile())
+        return await self._drive(self._core.liveness.reconcile())
 
     async def reap(self) -> int:
         """Fail every dead worker now; returns how many (peers also do it on their
         own, once per interval for the whole mesh). Also tidies the job queues no
         worker serves (expired records purged, due jobs promoted), at most once
         per 30 s for the whole mesh."""
-        return await self._drive(self._core.reap())
+        return await self._drive(self._core.liveness.reap())
 
     async def heartbeat(self) -> str:
         """Run one heartbeat now (the background loop does it every interval):
         "ok", "reaped", "recovered" (the lease was lost; re-registered) or
         "leaving"."""
-        return await self._drive(self._core.heartbeat(), deadline=0)
+        return await self._drive(self._core.liveness.heartbeat(), deadline=0)

@@ -19,6 +19,7 @@ from .._core.calls import Plan, Request, Subscribe
 from .._settings import Settings
 from .async_api import AsyncApi
 from .async_exec import AsyncExecutor
+from .async_job_api import AsyncInternals
 from .async_seams import honour_cancel
 from .async_shards import AsyncClusterSubscriber
 from .connect import subscriber_client, subscriber_options, sync_twin
@@ -74,9 +75,11 @@ class AsyncWorqr(AsyncApi):
             self._redis,
             self.settings,
             self._subscribe,
-            self._core.add_waiter,
+            self._core.notifications.add_waiter,
             self._command_timeout,
         )
+        # What worqr's worker runtime and HTTP API use of this client; not API.
+        self.internals = AsyncWorqrInternals(self)
 
     # -- driving plans ---------------------------------------------------------
 
@@ -126,12 +129,12 @@ class AsyncWorqr(AsyncApi):
         self._lease.start(asyncio.get_running_loop())
 
     async def _heartbeat_loop(self) -> None:
-        hooks = self._core.hooks
+        hooks = self._core.state.hooks
         outage = OutageLog("heartbeat", hooks)
         while not self._closing:
             await asyncio.sleep(outage.backoff() if outage.since else self.settings.heartbeat)
             try:
-                await self._drive(self._core.heartbeat(), deadline=0)
+                await self._drive(self._core.liveness.heartbeat(), deadline=0)
                 outage.ok()
             except Exception as error:
                 hooks.on_heartbeat_failed(type(error).__name__)
@@ -143,7 +146,7 @@ class AsyncWorqr(AsyncApi):
                 self._pubsub = AsyncClusterSubscriber(
                     self._subscriber or self._redis,
                     subscriber_options(self.settings, asynchronous=True),
-                    sharded=self._core.sharded,
+                    sharded=self._core.state.sharded,
                 )
             else:
                 if self._subscriber is None:
@@ -158,7 +161,7 @@ class AsyncWorqr(AsyncApi):
         pubsub = self._pubsub
         assert pubsub is not None
         guard = self._pubsub_guard
-        outage = OutageLog("listener", self._core.hooks)
+        outage = OutageLog("listener", self._core.state.hooks)
         next_poll = time.monotonic() + self.settings.poll_interval
         while not self._closing:
             wait = min(LISTEN_SLICE, max(0.0, next_poll - time.monotonic()))
@@ -174,12 +177,12 @@ class AsyncWorqr(AsyncApi):
                 outage.failed(error)
                 await guard.sleep(outage.backoff())
                 continue
-            events = self._core.parse_message(message) if message else []
+            events = self._core.notifications.parse_message(message) if message else []
             if time.monotonic() >= next_poll:
-                events += self._core.poll_events()
+                events += self._core.notifications.poll_events()
                 next_poll = time.monotonic() + self.settings.poll_interval
             for queue, event, payload in events:
-                for callback in self._core.listeners(queue):
+                for callback in self._core.notifications.listeners(queue):
                     try:
                         result = callback(event, payload)
                         if inspect.isawaitable(result):
@@ -196,8 +199,8 @@ class AsyncWorqr(AsyncApi):
     async def aclose(self) -> None:
         """Leave the mesh (processes go back to the front) and close connections."""
         try:
-            if self._core.worker_id is not None:
-                await self._drive(self._core.deregister())
+            if self._core.state.worker_id is not None:
+                await self._drive(self._core.membership.deregister())
         finally:
             self._closing = True
             if self._lease is not None:
@@ -232,3 +235,21 @@ class AsyncWorqr(AsyncApi):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+class AsyncWorqrInternals(AsyncInternals):
+    """`AsyncInternals`, and what the lanes of an all-sync worker need of the
+    loop's client: a sync twin of its connection, and one call on the loop."""
+
+    def __init__(self, client: AsyncWorqr) -> None:
+        super().__init__(client)
+        self._client = client
+
+    def sync_twin(self) -> Any:
+        """A sync command client reaching what this client reaches, or None
+        when a client passed in cannot be copied."""
+        return self._client._sync_twin()
+
+    def execute_once(self, request: Request) -> Coroutine[Any, Any, Any]:
+        """Run ``request`` once on the client's own connection (never resent)."""
+        return self._client._execute_once(request)

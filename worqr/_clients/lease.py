@@ -91,7 +91,7 @@ class LeaseThread:
     # -- in the thread -----------------------------------------------------------
 
     def _run(self) -> None:
-        settings = self.core.settings
+        settings = self.core.state.settings
         tick = min(0.25, settings.heartbeat / 4)
         outage = OutageLog("heartbeat", self.hooks)
         next_beat = time.monotonic() + settings.heartbeat
@@ -115,13 +115,13 @@ class LeaseThread:
     def _beat(self) -> None:
         """One renewal (and a reap, when this worker took the turn)."""
         core = self.core
-        renewal = self.executor.drive(core.renew(), deadline=0)
+        renewal = self.executor.drive(core.liveness.renew(), deadline=0)
         if renewal is None:
             return  # deregistering
         worker, reply = renewal
         if reply == 1:
-            self.executor.drive(core.reap(), deadline=0)
-        if reply == -1 or core.reconcile_due():
+            self.executor.drive(core.liveness.reap(), deadline=0)
+        if reply == -1 or core.liveness.reconcile_due():
             self.loop.call_soon_threadsafe(self._followup, worker, reply)
 
     def _watch(self, now: float) -> float:
@@ -142,7 +142,7 @@ class LeaseThread:
                 "handlers wait, and the lease is kept for up to %g s (Settings.max_blocked)",
                 blocked,
                 self._culprit,
-                self.core.settings.max_blocked,
+                self.core.state.settings.max_blocked,
             )
         return blocked
 
@@ -154,7 +154,7 @@ class LeaseThread:
                 "by %s: no longer renewing the lease, so peers fail this worker and run "
                 "its tasks; it re-registers when its loop runs again",
                 blocked,
-                self.core.settings.max_blocked,
+                self.core.state.settings.max_blocked,
                 self._culprit,
             )
 
@@ -186,8 +186,8 @@ class AsyncLease:
         self._thread: LeaseThread | None = None
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        executor = SyncExecutor(self.redis, self.core.settings)
-        self._thread = LeaseThread(self.core, executor, loop, self._followup, self.core.hooks)
+        executor = SyncExecutor(self.redis, self.core.state.settings)
+        self._thread = LeaseThread(self.core, executor, loop, self._followup, self.core.state.hooks)
         self._thread.start()
 
     def _followup(self, worker: str, reply: int) -> None:
@@ -198,7 +198,7 @@ class AsyncLease:
     async def follow(self) -> None:
         """Recover a lost lease and reconcile when the thread says so. A step
         that fails is asked for again by the thread's next renewal."""
-        outage = OutageLog("lease", self.core.hooks)
+        outage = OutageLog("lease", self.core.state.hooks)
         while True:
             await self._wanted.wait()
             self._wanted.clear()
@@ -206,7 +206,7 @@ class AsyncLease:
             if pending is None:
                 continue
             try:
-                await self._drive(self.core.after_renew(*pending))
+                await self._drive(self.core.liveness.after_renew(*pending))
                 outage.ok()
             except Exception as error:
                 outage.failed(error)

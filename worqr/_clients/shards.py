@@ -18,8 +18,8 @@ from typing import Any
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import SlotNotCoveredError
 
-from .._core.base import text
 from .._core.shards import UNSUBSCRIBED, CloseIdle, DropNode, Join, Leave, ShardRouter
+from .._core.state import text
 from .sync_readers import Inbox, Message, NodeReader, locks, node_client
 from .sync_seams import ready
 

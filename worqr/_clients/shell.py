@@ -98,20 +98,20 @@ class Shell:
     @property
     def worker_id(self) -> str | None:
         """This client's id in the mesh; None before `start_worker()`."""
-        return self._core.worker_id
+        return self._core.state.worker_id
 
     def lease_fresh(self) -> bool:
         """False when this worker has not heartbeat for most of its TTL."""
-        return self._core.lease_fresh()
+        return self._core.state.lease_fresh()
 
     def add_hooks(self, hooks: Hooks) -> None:
         """Report this client's life to ``hooks`` (a `worqr.Hooks`): registered,
         lease lost, peer failed, heartbeat failed, Redis down and up again."""
-        self._core.hooks.add(hooks)
+        self._core.state.hooks.add(hooks)
 
     def add_observer(self, observer: Observer) -> None:
         """Call ``observer(event, fields)`` on the client's life events, the same
         as `add_hooks` reports them: "registered" (worker), "lease_lost" (worker),
         "peer_failed" (worker, requeued, dead_lettered), "heartbeat_failed"
         (error), "redis_down" (what, error), "redis_up" (what, seconds)."""
-        self._core.hooks.add(ObserverHooks(observer))
+        self._core.state.hooks.add(ObserverHooks(observer))

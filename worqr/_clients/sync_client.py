@@ -22,6 +22,7 @@ from .pubsub_guard import PubSubGuard
 from .shards import ClusterSubscriber
 from .sync_api import SyncApi
 from .sync_exec import SyncExecutor
+from .sync_job_api import SyncInternals
 
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
@@ -72,8 +73,10 @@ class Worqr(SyncApi):
         self._lock = threading.Lock()  # creating the listener
         self._start_lock = threading.Lock()
         self._executor = SyncExecutor(
-            self._redis, self.settings, self._subscribe, self._core.add_waiter
+            self._redis, self.settings, self._subscribe, self._core.notifications.add_waiter
         )
+        # What worqr's command line uses of this client; not API.
+        self.internals = SyncInternals(self)
 
     # -- driving plans ---------------------------------------------------------
 
@@ -97,12 +100,12 @@ class Worqr(SyncApi):
         self._spawn("worqr-heartbeat", self._heartbeat_loop)
 
     def _heartbeat_loop(self) -> None:
-        hooks = self._core.hooks
+        hooks = self._core.state.hooks
         outage = OutageLog("heartbeat", hooks)
         interval = self.settings.heartbeat
         while not self._stopping.wait(outage.backoff() if outage.since else interval):
             try:
-                self._drive(self._core.heartbeat(), deadline=0)
+                self._drive(self._core.liveness.heartbeat(), deadline=0)
                 outage.ok()
             except Exception as error:
                 hooks.on_heartbeat_failed(type(error).__name__)
@@ -115,7 +118,7 @@ class Worqr(SyncApi):
                     self._pubsub = ClusterSubscriber(
                         self._subscriber or self._redis,
                         subscriber_options(self.settings),
-                        sharded=self._core.sharded,
+                        sharded=self._core.state.sharded,
                     )
                 else:
                     if self._subscriber is None:
@@ -131,7 +134,7 @@ class Worqr(SyncApi):
         pubsub = self._pubsub
         assert pubsub is not None
         guard = self._pubsub_guard
-        outage = OutageLog("listener", self._core.hooks)
+        outage = OutageLog("listener", self._core.state.hooks)
         next_poll = time.monotonic() + self.settings.poll_interval
         while not self._stopping.is_set():
             wait = min(0.25, max(0.0, next_poll - time.monotonic()))
@@ -145,12 +148,12 @@ class Worqr(SyncApi):
                 outage.failed(error)
                 guard.sleep(outage.backoff())  # close() wakes it
                 continue
-            events = self._core.parse_message(message) if message else []
+            events = self._core.notifications.parse_message(message) if message else []
             if time.monotonic() >= next_poll:
-                events += self._core.poll_events()
+                events += self._core.notifications.poll_events()
                 next_poll = time.monotonic() + self.settings.poll_interval
             for queue, event, payload in events:
-                for callback in self._core.listeners(queue):
+                for callback in self._core.notifications.listeners(queue):
                     try:
                         callback(event, payload)
                     except Exception:
@@ -161,8 +164,8 @@ class Worqr(SyncApi):
     def close(self) -> None:
         """Leave the mesh (processes go back to the front) and close connections."""
         try:
-            if self._core.worker_id is not None:
-                self._drive(self._core.deregister())
+            if self._core.state.worker_id is not None:
+                self._drive(self._core.membership.deregister())
         finally:
             self._stopping.set()
             self._pubsub_guard.wake()

@@ -54,7 +54,7 @@ class SyncJobApi(Shell):
         `JobSettings`' defaults for this job. Bad options raise `ValueError` or
         `TypeError` before anything is written."""
         refs = self._drive(
-            self._core.submit_many(
+            self._core.submission.submit_many(
                 queue,
                 [payload],
                 ids=[id],
@@ -88,7 +88,7 @@ class SyncJobApi(Shell):
         script calls of at most `JobSettings.submit_chunk` jobs; returns their
         `JobRef` in order. One bad payload or option creates none of them."""
         return self._drive(
-            self._core.submit_many(
+            self._core.submission.submit_many(
                 queue,
                 payloads,
                 delay=delay,
@@ -105,7 +105,7 @@ class SyncJobApi(Shell):
     def get_job(self, queue: str, id: str) -> JobInfo | None:
         """The job as it is now, or None when there is no such job (or it was
         purged). On a queue that holds tasks: `WrongQueueKindError`."""
-        return self._drive(self._core.get_job(queue, id))
+        return self._drive(self._core.job_reads.get_job(queue, id))
 
     def result(self, queue: str, id: str, timeout: float | None = None) -> str | bytes | None:
         """The result of the job once it finished, waiting for it without polling
@@ -113,25 +113,25 @@ class SyncJobApi(Shell):
         `TimeoutError`. A failed job raises `JobFailedError`, a cancelled one
         `JobCancelledError`, an unknown or purged one `JobNotFoundError` (on a
         queue that holds tasks: `WrongQueueKindError`)."""
-        return self._drive(self._core.result(queue, id, timeout))
+        return self._drive(self._core.job_reads.result(queue, id, timeout))
 
     def cancel_job(self, queue: str, id: str) -> bool:
         """Cancel a delayed, queued, retrying or active job (an active job's handler
         is stopped); False when it is already terminal or unknown. On a queue that
         holds tasks: `WrongQueueKindError`."""
-        return self._drive(self._core.cancel_job(queue, id))
+        return self._drive(self._core.job_reads.cancel_job(queue, id))
 
     def retry_job(self, queue: str, id: str) -> bool:
         """Give a failed or cancelled job a new life, queued again (attempts kept);
         False otherwise, or when another live job holds its unique marker. On a
         queue that holds tasks: `WrongQueueKindError`."""
-        return self._drive(self._core.retry_job(queue, id))
+        return self._drive(self._core.job_reads.retry_job(queue, id))
 
     def count_jobs(self, queue: str) -> dict[str, int]:
         """How many jobs ``queue`` holds in each state: delayed, queued, active,
         retrying, finished, failed, cancelled (exact; zeros included). On a queue
         that holds tasks: `WrongQueueKindError`."""
-        return self._drive(self._core.count_jobs(queue))
+        return self._drive(self._core.job_reads.count_jobs(queue))
 
     def get_jobs(
         self, queue: str, state: str, *, limit: int = 100, cursor: str | None = None
@@ -140,11 +140,13 @@ class SyncJobApi(Shell):
         next page (None: the last). Queued jobs come in run order, delayed and
         retrying ones by due time, terminal ones latest first; a page may be short.
         On a queue that holds tasks: `WrongQueueKindError`."""
-        return self._drive(self._core.get_jobs(queue, state, limit=limit, cursor=cursor))
+        return self._drive(
+            self._core.job_reads.get_jobs(queue, state, limit=limit, cursor=cursor)
+        )
 
     def server_time(self) -> float:
         """Redis's clock, in epoch seconds: what ``at`` and every job time are read against."""
-        return self._drive(self._core.server_time())
+        return self._drive(self._core.job_reads.server_time())
 
     # -- schedules -------------------------------------------------------------
 
@@ -173,7 +175,7 @@ class SyncJobApi(Shell):
         number of times); a changed one replaces it. Bad arguments raise
         `ValueError` or `TypeError` before anything is written."""
         return self._drive(
-            self._core.schedule(
+            self._core.schedules.schedule(
                 queue,
                 name,
                 cron=cron,
@@ -188,12 +190,12 @@ class SyncJobApi(Shell):
     def unschedule(self, queue: str, name: str) -> bool:
         """Remove the schedule ``name`` of ``queue`` (jobs it created stay);
         False when there was none."""
-        return self._drive(self._core.unschedule(queue, name))
+        return self._drive(self._core.schedules.unschedule(queue, name))
 
     def get_schedules(self, queue: str) -> list[ScheduleInfo]:
         """The schedules of ``queue``, by name, with their next fire time (Redis
         server seconds)."""
-        return self._drive(self._core.get_schedules(queue))
+        return self._drive(self._core.schedules.get_schedules(queue))
 
     # -- flows -------------------------------------------------------------------
 
@@ -204,58 +206,77 @@ class SyncJobApi(Shell):
         the chain, failed. Step ``k`` of chain ``C`` has the id ``C.k``. An empty
         chain, a bad queue name or bad job options raise `ValueError` or
         `TypeError` before anything is written."""
-        return self._drive(self._core.submit_chain(steps))
+        return self._drive(self._core.flows.submit_chain(steps))
 
     def submit_flow(self, root: FlowJob) -> FlowRef:
         """Run a tree of jobs: each `FlowJob` runs once all its children ended,
         as its ``on_child_failure`` says; children of ``R`` are ``R.0``,
         ``R.1``, ... `current_job().children()` gives a parent their results."""
-        return self._drive(self._core.submit_flow(root))
+        return self._drive(self._core.flows.submit_flow(root))
 
     def get_flow(self, id: str) -> FlowInfo:
         """The flow's state and jobs; `JobNotFoundError` for an unknown id (or
         one forgotten after its retention)."""
-        return self._drive(self._core.get_flow(id))
+        return self._drive(self._core.flows.get_flow(id))
 
     def cancel_flow(self, id: str) -> bool:
         """Cancel every job of the flow that is not terminal, and the steps and
         children not created yet; False when there is no such running flow."""
-        return self._drive(self._core.cancel_flow(id))
+        return self._drive(self._core.flows.cancel_flow(id))
 
     def relay(self, queue: str | None = None) -> int:
         """Apply the flow hops waiting in the outbox of ``queue`` (of every job
         queue when None) now; how many were applied. Workers do this on their
         own (at once after a hop, and for stragglers every relay lease)."""
-        return self._drive(self._core.relay(queue))
+        return self._drive(self._core.relay.relay(queue))
 
-    def _queue_kind(self, queue: str) -> str:  # for the command line
-        return self._drive(self._core.kind_of(queue))
 
-    def _job_counts(self, queue: str) -> dict[str, int]:  # count_jobs and "overdue"
-        return self._drive(self._core.job_counts(queue))
+class SyncInternals:
+    """What worqr's own layers above the clients (the worker runtime, the HTTP
+    API, the command line) use of a client beyond its public methods, under
+    names of their own: ``client.internals``. Not API: it changes with them.
+    ``core`` is the client's `Core`, whose plans the lanes of an all-sync
+    worker drive on connections of their own."""
 
-    # -- for the worker runtime (not public) -------------------------------------
+    def __init__(self, client: SyncJobApi) -> None:
+        self.core = client._core
+        self._drive = client._drive
 
-    def _mark_job_queue(self, queue: str) -> None:
-        self._drive(self._core.mark_job_queue(queue))
+    def queue_kind(self, queue: str) -> str:
+        """ "jobs" or "tasks", as the queue's config says (tasks when unknown)."""
+        return self._drive(self.core.kinds.of(queue))
 
-    def _take_jobs(
+    def job_counts(self, queue: str) -> dict[str, int]:
+        """`count_jobs`, and "overdue": due jobs not yet promoted."""
+        return self._drive(self.core.job_reads.job_counts(queue))
+
+    def mark_job_queue(self, queue: str) -> None:
+        """Make ``queue`` a job queue (`WrongQueueKindError` if it holds tasks)."""
+        self._drive(self.core.job_work.mark_job_queue(queue))
+
+    def take_jobs(
         self, queue: str, finished: list[JobFinish], count: int
     ) -> tuple[list[bool], list[JobProcess], bool]:
-        return self._drive(self._core.take_jobs(queue, finished, count))
+        """Finish ``finished`` and take up to ``count`` jobs (`JobWork.take_jobs`)."""
+        return self._drive(self.core.job_work.take_jobs(queue, finished, count))
 
-    def _fail_job(
+    def fail_job(
         self, process: JobProcess, *, mode: str, delay: float, retries: int, error: str
     ) -> tuple[bool, str]:
+        """Report a failed attempt, or fail the job now (`JobWork.fail_job`)."""
         return self._drive(
-            self._core.fail_job(process, mode=mode, delay=delay, retries=retries, error=error)
+            self.core.job_work.fail_job(
+                process, mode=mode, delay=delay, retries=retries, error=error
+            )
         )
 
-    def _stop_job(self, process: JobProcess) -> bool:
-        return self._drive(self._core.stop_job(process))
+    def stop_job(self, process: JobProcess) -> bool:
+        """Put a job back at the front of its priority; False: fenced."""
+        return self._drive(self.core.job_work.stop_job(process))
 
-    def _report_progress(self, process: JobProcess, value: bytes) -> bool:
-        return self._drive(self._core.report_progress(process, value))
+    def report_progress(self, process: JobProcess, value: bytes) -> bool:
+        return self._drive(self.core.job_work.report_progress(process, value))
 
-    def _promote_jobs(self, queue: str) -> int:
-        return self._drive(self._core.promote_jobs(queue))
+    def promote_due(self, queue: str) -> int:
+        """Make the due delayed and retrying jobs ready now; how many."""
+        return self._drive(self.core.job_work.promote_due(queue))

@@ -8,27 +8,39 @@ from . import scripts
 from .calls import Plan, command
 from .jobs_read import JobReads
 from .jobs_work import JobWork
+from .kinds import QueueKinds
+from .state import CoreState
 
 
-class DeadLetters(JobWork, JobReads):
+class DeadLetters:
+    def __init__(
+        self, state: CoreState, kinds: QueueKinds, job_reads: JobReads, job_work: JobWork
+    ) -> None:
+        self.state = state
+        self.kinds = kinds
+        self.job_reads = job_reads
+        self.job_work = job_work
+
     def count_failed(self, queue: str) -> Plan[int]:
-        if (yield from self.kind_of(queue)) == "jobs":
-            return (yield from self.count_jobs(queue))["failed"]
-        return int((yield command("LLEN", self.queue_keys(queue).failed)))
+        if (yield from self.kinds.of(queue)) == "jobs":
+            return (yield from self.job_reads.count_jobs(queue))["failed"]
+        return int((yield command("LLEN", self.state.queue_keys(queue).failed)))
 
     def get_failed(self, queue: str) -> Plan[list[str | bytes]]:
         """The failed tasks' payloads, newest first (on a job queue: the failed
         jobs' payloads, latest first; `get_jobs` gives their records)."""
-        if (yield from self.kind_of(queue)) == "jobs":
+        if (yield from self.kinds.of(queue)) == "jobs":
             payloads: list[str | bytes] = []
             cursor = None
             while True:
-                jobs, cursor = yield from self.get_jobs(queue, "failed", limit=1000, cursor=cursor)
+                jobs, cursor = yield from self.job_reads.get_jobs(
+                    queue, "failed", limit=1000, cursor=cursor
+                )
                 payloads += [job.payload for job in jobs if job.payload is not None]
                 if cursor is None:
                     return payloads
-        entries = yield command("LRANGE", self.queue_keys(queue).failed, 0, -1)
-        return [decode_task(entry, self.settings.decode_tasks) for entry in entries]
+        entries = yield command("LRANGE", self.state.queue_keys(queue).failed, 0, -1)
+        return [decode_task(entry, self.state.settings.decode_tasks) for entry in entries]
 
     def requeue_failed(self, queue: str) -> Plan[int]:
         """Move the dead letters present now to the back of the queue, oldest
@@ -37,11 +49,11 @@ class DeadLetters(JobWork, JobReads):
         left for the next call (no endless loop). On a job queue: every failed
         job gets a new life (`retry_job`), but those whose unique marker another
         live job holds."""
-        if (yield from self.kind_of(queue)) == "jobs":
-            return (yield from self.redrive_jobs(queue))
-        keys = self.queue_keys(queue)
-        chunk = self.settings.requeue_chunk
-        publish = self.publish or (yield from self.publish_command())
+        if (yield from self.kinds.of(queue)) == "jobs":
+            return (yield from self.job_work.redrive_jobs(queue))
+        keys = self.state.queue_keys(queue)
+        chunk = self.state.settings.requeue_chunk
+        publish = yield from self.state.publishing()
         moved_total = 0
         limit: int | None = None
         while limit is None or moved_total < limit:
@@ -57,6 +69,6 @@ class DeadLetters(JobWork, JobReads):
     def purge_failed(self, queue: str) -> Plan[int]:
         """Drop the queue's dead letters (on a job queue: its failed jobs); returns
         how many."""
-        if (yield from self.kind_of(queue)) == "jobs":
-            return (yield from self.purge_failed_jobs(queue))
-        return int((yield scripts.purge_failed(self.queue_keys(queue))))
+        if (yield from self.kinds.of(queue)) == "jobs":
+            return (yield from self.job_work.purge_failed_jobs(queue))
+        return int((yield scripts.purge_failed(self.state.queue_keys(queue))))

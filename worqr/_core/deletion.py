@@ -15,19 +15,26 @@ from __future__ import annotations
 from .._errors import WorqrError
 from .._jobs import APPLIED_TTL_MS
 from . import flow_scripts, scripts
-from .base import text
 from .calls import Plan, command
+from .kinds import QueueKinds
 from .relay import Relay
+from .state import CoreState, text
 
 DROP_CHUNK = 200  # live flow jobs ended per script call
 MAX_ATTEMPTS = 100  # delete scripts refused (flow jobs created meanwhile) before giving up
 QUEUE_DELETED = "QueueDeleted: the job's queue was deleted"
 
 
-class QueueDeletion(Relay):
+class QueueDeletion:
+    def __init__(self, state: CoreState, kinds: QueueKinds, relay: Relay) -> None:
+        self.state = state
+        self.kinds = kinds
+        self.relay = relay
+
     def delete_queue(self, queue: str) -> Plan[None]:
-        keys = self.queue_keys(queue)
-        publish = yield from self.publish_command()
+        state = self.state
+        keys = state.queue_keys(queue)
+        publish = yield from state.publishing()
         # Schedules first, in one command: none can fire into the queue after it went.
         yield command("UNLINK", *keys.sched_keys)
         for _ in range(MAX_ATTEMPTS):
@@ -41,18 +48,18 @@ class QueueDeletion(Relay):
         else:
             raise WorqrError(f"queue {queue!r} kept getting flow jobs while it was deleted")
         # Hops written before (a step that finished just now) still leave.
-        yield from self.relay_queue(queue, fresh=True)
-        yield command("SREM", self.mesh.queues, queue)
+        yield from self.relay.relay_queue(queue, fresh=True)
+        yield command("SREM", state.mesh.queues, queue)
         if not (yield command("ZCARD", keys.job_outbox)):
-            yield command("SREM", self.mesh.jobqueues, queue)  # else stragglers relay it
-        self._registered.pop(queue, None)
-        self._kinds.pop(queue, None)
+            yield command("SREM", state.mesh.jobqueues, queue)  # else stragglers relay it
+        state.registered.pop(queue, None)
+        self.kinds.forget(queue)
 
     def _end_flow_jobs(self, queue: str, publish: str) -> Plan[None]:
         """End the queue's live flow jobs as cancelled and relay what they wrote;
         mark their flows cancelled in the mesh's index (their records go with the
         queue, so `get_flow` could not see how they ended)."""
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         flows: set[str] = set()
         while True:
             left, ended, ops = yield flow_scripts.job_flow_drop(
@@ -60,12 +67,14 @@ class QueueDeletion(Relay):
                 count=DROP_CHUNK,
                 reason=QUEUE_DELETED,
                 publish=publish,
-                policy=self.settings.jobs.policy,
+                policy=self.state.settings.jobs.policy,
             )
             flows.update(text(flow_id) for flow_id in ended)
             if ops:
-                yield from self.relay_ops(queue, ops)
+                yield from self.relay.relay_ops(queue, ops)
             if not int(left):
                 break
         for flow_id in sorted(flows):
-            yield flow_scripts.flow_index(self.mesh, flow_id, mode="cancel", spec="", ttl_ms=0)
+            yield flow_scripts.flow_index(
+                self.state.mesh, flow_id, mode="cancel", spec="", ttl_ms=0
+            )

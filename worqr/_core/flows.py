@@ -20,23 +20,47 @@ from . import flow_scripts, job_scripts
 from .calls import Pinned, Plan, command
 from .failures import checked_replies
 from .jobs_read import JobReads
-from .jobs_submit import JobProducing, job_options
+from .jobs_submit import JobSubmission, job_options
+from .kinds import QueueKinds
 from .pinned import loaded
+from .produce import Producing
+from .relay import Relay
+from .state import CoreState
 
 READ_CHUNK = 500  # job reads per pinned group of get_flow
 
 
-class Flows(JobProducing, JobReads):
+class Flows:
+    def __init__(
+        self,
+        state: CoreState,
+        kinds: QueueKinds,
+        producing: Producing,
+        submission: JobSubmission,
+        job_reads: JobReads,
+        relay: Relay,
+    ) -> None:
+        self.state = state
+        self.kinds = kinds
+        self.producing = producing
+        self.submission = submission
+        self.job_reads = job_reads
+        self.relay = relay
+
     def submit_chain(self, steps: Sequence[Step]) -> Plan[FlowRef]:
         """A chain of steps, each a job on its queue, run one after another."""
         flow_id = new_job_id()
-        payload, options, flow, jobs = chain_specs(flow_id, steps, self.encode_task, job_options)
+        payload, options, flow, jobs = chain_specs(
+            flow_id, steps, self.producing.encode_task, job_options
+        )
         return (yield from self._start(flow_id, "chain", jobs, payload, options, flow))
 
     def submit_flow(self, root: FlowJob) -> Plan[FlowRef]:
         """A tree of jobs: each parent runs once its children ended."""
         flow_id = new_job_id()
-        payload, options, flow, jobs = tree_specs(flow_id, root, self.encode_task, job_options)
+        payload, options, flow, jobs = tree_specs(
+            flow_id, root, self.producing.encode_task, job_options
+        )
         return (yield from self._start(flow_id, "tree", jobs, payload, options, flow))
 
     def _start(
@@ -49,32 +73,34 @@ class Flows(JobProducing, JobReads):
         flow: dict[str, Any],
     ) -> Plan[FlowRef]:
         queue, root_id = jobs[0]
-        keys = self.queue_keys(queue)
-        publish = self.publish or (yield from self.publish_command())
+        keys = self.state.queue_keys(queue)
+        publish = yield from self.state.publishing()
         item = (root_id, payload, compact(options), compact(flow))
         try:
             created, ops = yield flow_scripts.job_flow_submit(
-                keys, queue, [item], publish=publish, policy=self.settings.jobs.policy
+                keys, queue, [item], publish=publish, policy=self.state.settings.jobs.policy
             )
         except WrongQueueKindError as error:
             raise WrongQueueKindError(
                 f"queue {queue!r}: {error}", queue_kind=error.queue_kind
             ) from None
-        self._kinds[queue] = "jobs"
-        yield from self.register_job_queue(queue)
+        self.kinds.learned(queue, "jobs")
+        yield from self.submission.register_job_queue(queue)
         spec = compact({"k": kind, "j": [list(job) for job in jobs]})
-        ttl = max(self.settings.jobs.failure_ttl, self.settings.jobs.result_ttl)
-        yield flow_scripts.flow_index(self.mesh, flow_id, mode="add", spec=spec, ttl_ms=ms(ttl))
+        ttl = max(self.state.settings.jobs.failure_ttl, self.state.settings.jobs.result_ttl)
+        yield flow_scripts.flow_index(
+            self.state.mesh, flow_id, mode="add", spec=spec, ttl_ms=ms(ttl)
+        )
         if int(created[0]) == 1:
-            yield from self.relay_written(queue, ops)
+            yield from self.relay.relay_written(queue, ops)
         else:  # a resend of the call that created it: its operations wait in the outbox
-            yield from self.relay_queue(queue, fresh=True)
+            yield from self.relay.relay_queue(queue, fresh=True)
         return FlowRef(flow_id, kind, tuple(jobs))
 
     def _flow_entry(self, flow_id: str) -> Plan[dict[str, Any] | None]:
         if not isinstance(flow_id, str) or not flow_id:
             raise TypeError(f"a flow id is a non-empty str, not {flow_id!r}")
-        raw = yield command("HGET", self.mesh.flows, flow_id)
+        raw = yield command("HGET", self.state.mesh.flows, flow_id)
         if raw is None:
             return None
         entry: dict[str, Any] = json.loads(raw)
@@ -98,10 +124,10 @@ class Flows(JobProducing, JobReads):
             by_queue.setdefault(queue, []).append(id)
         found: dict[tuple[str, str], JobInfo] = {}
         for queue, ids in by_queue.items():
-            first = yield from self.read_job(queue, ids[0])
+            first = yield from self.job_reads.read_job(queue, ids[0])
             if first is not None:
                 found[queue, ids[0]] = first
-            keys = self.queue_keys(queue)
+            keys = self.state.queue_keys(queue)
             for start in range(1, len(ids), READ_CHUNK):
                 chunk = ids[start : start + READ_CHUNK]
                 request = Pinned(
@@ -113,7 +139,7 @@ class Flows(JobProducing, JobReads):
                 replies = yield from loaded(request)  # scripts flushed meanwhile: reloaded
                 for id, reply in zip(chunk, checked_replies(request, replies), strict=True):
                     if reply is not None:
-                        found[queue, id] = self.job_info_of(queue, id, reply)
+                        found[queue, id] = self.job_reads.job_info_of(queue, id, reply)
         return [found[job] for job in jobs if job in found]
 
     def cancel_flow(self, flow_id: str) -> Plan[bool]:
@@ -124,21 +150,21 @@ class Flows(JobProducing, JobReads):
             return False
         entry = yield from self._flow_entry(flow_id)
         assert entry is not None
-        yield flow_scripts.flow_index(self.mesh, flow_id, mode="cancel", spec="", ttl_ms=0)
-        publish = self.publish or (yield from self.publish_command())
+        yield flow_scripts.flow_index(self.state.mesh, flow_id, mode="cancel", spec="", ttl_ms=0)
+        publish = yield from self.state.publishing()
         by_queue: dict[str, list[str]] = {}
         for queue, id in entry["j"]:  # the root (or first step) first: its end cascades
             by_queue.setdefault(queue, []).append(id)
         for queue, ids in by_queue.items():
-            keys = self.queue_keys(queue)
+            keys = self.state.queue_keys(queue)
             for start in range(0, len(ids), 200):
                 _, ops = yield flow_scripts.job_flow_cancel(
                     keys,
                     ids[start : start + 200],
                     publish=publish,
-                    policy=self.settings.jobs.policy,
+                    policy=self.state.settings.jobs.policy,
                 )
-                yield from self.relay_written(queue, ops)
+                yield from self.relay.relay_written(queue, ops)
         return True
 
     def get_flow_or_none(self, flow_id: str) -> Plan[FlowInfo | None]:

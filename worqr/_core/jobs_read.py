@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from .._checks import count, optional_seconds
-from .._errors import JobCancelledError, JobFailedError, JobNotFoundError, WrongQueueKindError
+from .._errors import JobCancelledError, JobFailedError, JobNotFoundError
 from .._jobs import (
     STATE_CODES,
     STATES,
@@ -22,11 +22,13 @@ from .._jobs import (
 )
 from .._keys import QueueKeys
 from . import job_scripts
-from .base import text
-from .calls import Listen, Pinned, Plan, Subscribe, Wait, command
+from .calls import Listen, Pinned, Plan, Wait, command
 from .failures import checked_replies
 from .job_record import hot_field, merge_record
+from .kinds import QueueKinds
+from .notify import Notifications
 from .relay import Relay
+from .state import CoreState, text
 
 MAX_PAGE = 1000
 MAX_OFFSET = 2**53  # a page's offset (Redis takes up to 2**63; 2**53 stays exact in JSON)
@@ -40,16 +42,26 @@ def _state_of(state: object) -> str:
     return str(state)
 
 
-class JobReads(Relay):
+class JobReads:
+    """Reading jobs, waiting for their end, and acting on one by id."""
+
+    def __init__(
+        self, state: CoreState, kinds: QueueKinds, notifications: Notifications, relay: Relay
+    ) -> None:
+        self.state = state
+        self.kinds = kinds
+        self.notifications = notifications
+        self.relay = relay
+
     def get_job(self, queue: str, id: str) -> Plan[JobInfo | None]:
         found = yield from self.read_job(queue, id)
         if found is None:
-            yield from self.refuse_task_queue(queue)
+            yield from self.kinds.refuse_task_queue(queue)
         return found
 
     def read_job(self, queue: str, id: str) -> Plan[JobInfo | None]:
         """The job, or None (on any kind of queue: a flow's job not created yet)."""
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         validate_job_id(id)
         reply = yield job_scripts.job_watch(keys, id, watch=False, with_payload=True)
         return None if reply is None else self.job_info_of(queue, id, reply)
@@ -64,13 +76,13 @@ class JobReads(Relay):
             payload=payload or None,
             result=result or None,
             progress=progress or None,
-            decode=self.settings.decode_tasks,
+            decode=self.state.settings.decode_tasks,
         )
 
     def result(self, queue: str, id: str, timeout: float | None = None) -> Plan[str | bytes | None]:
         """The job's result once it is finished: waits (without polling Redis)
         until it ends or ``timeout`` seconds pass (None: no limit; 0: read once)."""
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         validate_job_id(id)
         optional_seconds("timeout", timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -85,7 +97,7 @@ class JobReads(Relay):
                 keys, id, watch=waiter is not None, with_payload=False
             )
             if reply is None:
-                yield from self.refuse_task_queue(queue)
+                yield from self.kinds.refuse_task_queue(queue)
                 raise JobNotFoundError(f"no job {id!r} on queue {queue!r} (or it was purged)")
             record = json.loads(reply[0])
             state = STATE_CODES[record["s"]]
@@ -102,71 +114,46 @@ class JobReads(Relay):
                     f"job {id!r} on queue {queue!r} is still {state} after {timeout:g} s"
                 )
             wait = (
-                self.settings.poll_interval
+                self.state.settings.poll_interval
                 if left is None
-                else min(left, self.settings.poll_interval)
+                else min(left, self.state.settings.poll_interval)
             )
             yield Wait(waiter, wait)
 
     def watch_notify(self, queue: str, keys: QueueKeys) -> Plan[None]:
         """Listen on the queue's notify channel (once per client and queue)."""
-        if keys.notify not in self._channels:
-            yield from self.publish_command()  # subscribe the way scripts will publish
-            self._channels[keys.notify] = (queue, "notify")
-            yield Subscribe(add=(keys.notify,))
+        if not self.notifications.listening(keys.notify):
+            yield from self.notifications.subscribe(queue, {keys.notify: "notify"})
 
     def cancel_job(self, queue: str, id: str) -> Plan[bool]:
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         validate_job_id(id)
-        publish = self.publish or (yield from self.publish_command())
+        publish = yield from self.state.publishing()
         nonce = uuid.uuid4().hex[:16]  # a resend answers True, as the first call did
         cancelled, _, *written = yield job_scripts.job_cancel(
-            keys, id, nonce, publish=publish, policy=self.settings.jobs.policy
+            keys, id, nonce, publish=publish, policy=self.state.settings.jobs.policy
         )
         if written:  # a flow's job: its parent hears of it, its children are cancelled
-            yield from self.relay_written(queue, written[0])
+            yield from self.relay.relay_written(queue, written[0])
         if int(cancelled) != 1:
-            yield from self.refuse_task_queue(queue)
+            yield from self.kinds.refuse_task_queue(queue)
         return int(cancelled) == 1
 
     def retry_job(self, queue: str, id: str) -> Plan[bool]:
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         validate_job_id(id)
-        publish = self.publish or (yield from self.publish_command())
+        publish = yield from self.state.publishing()
         retried, _ = yield job_scripts.job_retry(keys, id, uuid.uuid4().hex[:16], publish=publish)
         if int(retried) != 1:
-            yield from self.refuse_task_queue(queue)
+            yield from self.kinds.refuse_task_queue(queue)
         return int(retried) == 1
-
-    def refuse_task_queue(self, queue: str) -> Plan[None]:
-        """Raise `WrongQueueKindError` when ``queue`` holds tasks: a job read that
-        found nothing there asked the wrong queue. Read only after a miss, so a
-        found job costs nothing more; an emptied task queue may become a job
-        queue, so finding nothing there is an answer."""
-        if self._kinds.get(queue) == "jobs":
-            return
-        keys = self.queue_keys(queue)
-        reads = (
-            command("HGET", keys.config, "kind", key=keys.config),
-            command("LLEN", keys.tasks, key=keys.tasks),
-            command("HLEN", keys.processes, key=keys.processes),
-        )
-        request = Pinned(reads)
-        kind, queued, running = checked_replies(request, (yield request))
-        if kind in (b"jobs", "jobs"):
-            self._kinds[queue] = "jobs"
-        elif kind in (b"tasks", "tasks") and (int(queued) or int(running)):
-            raise WrongQueueKindError(
-                f"queue {queue!r} holds tasks (it is a task queue), not jobs",
-                queue_kind="tasks",
-            )
 
     def count_tasks(self, queue: str) -> Plan[int]:
         """Tasks waiting in ``queue``; on a job queue, its queued jobs (its list
         alone would miss prioritised jobs and count cancelled ones' leftovers).
         The kind is read in the same round trip until the queue is known."""
-        keys = self.queue_keys(queue)
-        if self._kinds.get(queue) != "jobs":
+        keys = self.state.queue_keys(queue)
+        if not self.kinds.is_jobs(queue):
             reads = (
                 command("LLEN", keys.tasks, key=keys.tasks),
                 command("HGET", keys.config, "kind", key=keys.config),
@@ -175,7 +162,7 @@ class JobReads(Relay):
             length, kind = checked_replies(request, (yield request))
             if kind not in (b"jobs", "jobs"):
                 return int(length)
-            self._kinds[queue] = "jobs"
+            self.kinds.learned(queue, "jobs")
         return (yield from self.count_jobs(queue))["queued"]
 
     def count_jobs(self, queue: str) -> Plan[dict[str, int]]:
@@ -186,12 +173,12 @@ class JobReads(Relay):
     def job_counts(self, queue: str) -> Plan[dict[str, int]]:
         """Jobs per state (all seven, zeros included), and "overdue": delayed and
         retrying jobs already due but not yet promoted."""
-        reply = yield job_scripts.job_counts(self.queue_keys(queue))
+        reply = yield job_scripts.job_counts(self.state.queue_keys(queue))
         counts: dict[str, int] = dict.fromkeys(STATES, 0)
         for i in range(0, len(reply), 2):
             counts[text(reply[i])] = max(0, int(reply[i + 1]))
         if not any(counts.values()):
-            yield from self.refuse_task_queue(queue)
+            yield from self.kinds.refuse_task_queue(queue)
         return counts
 
     def server_time(self) -> Plan[float]:
@@ -204,7 +191,7 @@ class JobReads(Relay):
         """One page of the jobs in ``state``: queued in run order, delayed and
         retrying by due time, active unordered, terminal latest first. A page may
         be short; iteration ends when the cursor comes back None."""
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         _state_of(state)
         count("limit", limit, low=1, high=MAX_PAGE)
         position = cursor_position(cursor)
@@ -217,7 +204,7 @@ class JobReads(Relay):
             entries, after = yield from self._ranked_page(keys, state, limit, position, now_ms)
         if cursor is None and (not entries or state == "queued"):
             # Nothing found, or queued entries that may be a task queue's payloads.
-            yield from self.refuse_task_queue(queue)
+            yield from self.kinds.refuse_task_queue(queue)
         jobs = yield from self._read_jobs(queue, keys, entries, state, now_ms)
         return jobs, after
 
@@ -318,7 +305,7 @@ class JobReads(Relay):
                     payload=payload,
                     result=result,
                     progress=value,
-                    decode=self.settings.decode_tasks,
+                    decode=self.state.settings.decode_tasks,
                 )
             )
         return jobs

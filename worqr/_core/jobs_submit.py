@@ -15,7 +15,9 @@ from .._jobs import JobRef, JobSettings, check_backoff, ms, new_job_id, validate
 from . import job_scripts
 from .calls import Call, Plan, command
 from .job_scripts import SubmitItem
+from .kinds import QueueKinds
 from .produce import REGISTRY_REFRESH, Producing
+from .state import CoreState
 
 MAX_PRIORITY = 1_000_000
 
@@ -107,7 +109,15 @@ def _chunks(items: list[SubmitItem], size: int) -> Iterator[list[SubmitItem]]:
         yield items[start : start + size]
 
 
-class JobProducing(Producing):
+class JobSubmission:
+    """Creating jobs: the checks and the replication wait of `Producing`, the
+    job queue's own script."""
+
+    def __init__(self, state: CoreState, kinds: QueueKinds, producing: Producing) -> None:
+        self.state = state
+        self.kinds = kinds
+        self.producing = producing
+
     def submit_many(
         self,
         queue: str,
@@ -119,10 +129,11 @@ class JobProducing(Producing):
     ) -> Plan[list[JobRef]]:
         """Create jobs in calls of at most `JobSettings.submit_chunk`; each call is
         atomic and resend-safe, the calls are not atomic together."""
-        keys = self.queue_keys(queue)
+        state = self.state
+        keys = state.queue_keys(queue)
         if isinstance(payloads, str | bytes):
             raise TypeError("submit_many takes an iterable of payloads, not one payload")
-        data = [self.encode_task(payload) for payload in payloads]  # all checked first
+        data = [self.producing.encode_task(payload) for payload in payloads]  # all checked first
         wanted: list[str | None] = [None] * len(data) if ids is None else list(ids)
         if len(wanted) != len(data):
             raise ValueError("give one id (or None) per payload")
@@ -130,21 +141,21 @@ class JobProducing(Producing):
         items = _items(data, wanted, recorded, unique=unique)
         if not items:
             return []
-        publish = self.publish or (yield from self.publish_command())
-        policy = self.settings.jobs.policy
+        publish = yield from state.publishing()
+        policy = state.settings.jobs.policy
         # A resend finds what the first call created by its nonce, in the job's
         # record: only while the record lasts. A job that may be purged before
         # resends stop is not resent after an ambiguous failure (invariant 5).
-        kept = shortest_retention(self.settings.jobs, recorded.get("k"))
-        resendable = kept >= self.settings.retry_deadline
+        kept = shortest_retention(state.settings.jobs, recorded.get("k"))
+        resendable = kept >= state.settings.retry_deadline
         refs: list[JobRef] = []
-        for chunk in _chunks(items, self.settings.jobs.submit_chunk):
+        for chunk in _chunks(items, state.settings.jobs.submit_chunk):
             call = job_scripts.job_submit(
                 keys, chunk, publish=publish, policy=policy, resendable=resendable
             )
             reply = yield from self._submit_call(queue, call, chunk, len(refs), len(items), kept)
             if not refs:  # registered once the queue surely is a job queue
-                self._kinds[queue] = "jobs"
+                self.kinds.learned(queue, "jobs")
                 yield from self.register_job_queue(queue)
             for id, created, _state in reply:
                 refs.append(JobRef(queue, _text(id), duplicate=int(created) == 0))
@@ -157,7 +168,7 @@ class JobProducing(Producing):
         failure says what it means for the whole submit."""
         try:
             return (
-                yield from self.replicated(
+                yield from self.producing.replicated(
                     call,
                     len(chunk),
                     done,
@@ -174,7 +185,7 @@ class JobProducing(Producing):
             ) from None
         except AmbiguousResultError as error:
             raise AmbiguousResultError(
-                _ambiguous(chunk, done, total, kept, self.settings.retry_deadline)
+                _ambiguous(chunk, done, total, kept, self.state.settings.retry_deadline)
             ) from error
         except Exception as error:
             if not done:
@@ -186,9 +197,10 @@ class JobProducing(Producing):
     def register_job_queue(self, queue: str) -> Plan[None]:
         """Add ``queue`` to the mesh's registries of queues and job queues, at
         most once per `REGISTRY_REFRESH` (as `register_queue`)."""
-        if time.monotonic() - self._registered.get(queue, -REGISTRY_REFRESH) >= REGISTRY_REFRESH:
-            yield command("SADD", self.mesh.jobqueues, queue)  # back after a delete, too
-        yield from self.register_queue(queue)
+        state = self.state
+        if time.monotonic() - state.registered.get(queue, -REGISTRY_REFRESH) >= REGISTRY_REFRESH:
+            yield command("SADD", state.mesh.jobqueues, queue)  # back after a delete, too
+        yield from self.producing.register_queue(queue)
 
 
 def _text(value: bytes | str) -> str:

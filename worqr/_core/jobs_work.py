@@ -15,12 +15,15 @@ from .._flows import ChildOutcome, child_outcome
 from .._jobs import Backoff, JobProcess
 from .._process import decode_task
 from . import job_scripts
-from .base import text
 from .calls import Plan, command
 from .job_scripts import Finish
+from .kinds import QueueKinds
 from .lua import NotMemberError
-from .processes import COMPLETE_BATCH, DEQUEUE_CHUNK, Processes
+from .membership import Membership
+from .processes import COMPLETE_BATCH, DEQUEUE_CHUNK
+from .relay import Relay
 from .sched_refill import ScheduleRefill
+from .state import CoreState, text
 
 JobFinish = tuple[JobProcess, str, bytes]
 """A finish the worker carries: the process, the result type (s, b, n), the result."""
@@ -29,18 +32,32 @@ REDRIVE_CHUNK = 200  # failed jobs given a new life per script call
 _RECORD = json.JSONDecoder()  # a take's hot path skips json.loads's checks
 
 
-class JobWork(Processes, ScheduleRefill):
+class JobWork:
+    def __init__(
+        self,
+        state: CoreState,
+        kinds: QueueKinds,
+        membership: Membership,
+        relay: Relay,
+        refill: ScheduleRefill,
+    ) -> None:
+        self.state = state
+        self.kinds = kinds
+        self.membership = membership
+        self.relay = relay
+        self.refill = refill
+
     def mark_job_queue(self, queue: str) -> Plan[None]:
         """Make ``queue`` a job queue (a worker with a job handler joins it);
         `WrongQueueKindError` when it holds tasks."""
         try:
-            yield job_scripts.job_kind(self.queue_keys(queue))
+            yield job_scripts.job_kind(self.state.queue_keys(queue))
         except WrongQueueKindError as error:
             raise WrongQueueKindError(
                 f"queue {queue!r}: {error}", queue_kind=error.queue_kind
             ) from None
-        self._kinds[queue] = "jobs"
-        yield command("SADD", self.mesh.jobqueues, queue)
+        self.kinds.learned(queue, "jobs")
+        yield command("SADD", self.state.mesh.jobqueues, queue)
 
     def take_jobs(
         self, queue: str, finished: Sequence[JobFinish], count: int
@@ -50,13 +67,14 @@ class JobWork(Processes, ScheduleRefill):
         Returns a flag per finish (False: fenced), the jobs taken, and whether
         the take stopped early with jobs maybe left (call again)."""
         checks.count("count", count)
-        keys = self.queue_keys(queue)
-        worker = self.require_worker()
+        state = self.state
+        keys = state.queue_keys(queue)
+        worker = state.require_worker()
         mine, accepted = yield from self._finish_others(queue, worker, finished)
-        if count and queue not in self.working:
-            yield from self.start_work(queue)
-        publish = self.publish or (yield from self.publish_command())
-        policy = self.settings.jobs.policy
+        if count and queue not in state.working:
+            yield from self.membership.start_work(queue)
+        publish = yield from state.publishing()
+        policy = state.settings.jobs.policy
         taken: list[JobProcess] = []
         more = False
         refill: list[Any] = []
@@ -66,7 +84,7 @@ class JobWork(Processes, ScheduleRefill):
             take = min(count, DEQUEUE_CHUNK) if start == 0 else 0
             if not chunk and not take:
                 break
-            pid_prefix = self._new_prefix(worker) if take else ""
+            pid_prefix = state.new_prefix(worker) if take else ""
             try:
                 try:
                     flags, reply, stopped, asked, ops, now = yield job_scripts.job_take(
@@ -79,21 +97,21 @@ class JobWork(Processes, ScheduleRefill):
                         finishes=[_finish(finished[i]) for i in chunk],
                     )
                 except NotMemberError:
-                    self.working.discard(queue)  # rejoin on the next call
+                    state.working.discard(queue)  # rejoin on the next call
                     raise
                 written += ops
                 for i, flag in zip(chunk, flags, strict=True):
-                    self._owned.pop(finished[i][0].id, None)
+                    state.owned.pop(finished[i][0].id, None)
                     accepted[i] = int(flag) in (1, 2)
                 refill.extend(asked)
                 if take:
                     taken = self._took_jobs(queue, worker, reply, int(now))
                     more = int(stopped) == 1
             finally:
-                self._dequeuing.discard(pid_prefix)
-        yield from self.relay_written(queue, written)  # the next step, a parent's report
+                state.dequeuing.discard(pid_prefix)
+        yield from self.relay.relay_written(queue, written)  # the next step, a parent's report
         if refill:  # cron schedules low on fire times; their due fires wake us
-            yield from self.refill_schedules(queue, refill)
+            yield from self.refill.refill_schedules(queue, refill)
         if any(process.child_policy for process in taken):
             taken = yield from self._with_children(taken)
         return accepted, taken, more
@@ -118,30 +136,31 @@ class JobWork(Processes, ScheduleRefill):
     def _finish_as(self, worker: str, finishes: Sequence[JobFinish]) -> Plan[bool]:
         process = finishes[0][0]
         flags, _, _, _, ops, _ = yield job_scripts.job_take(
-            self.queue_keys(process.queue),
+            self.state.queue_keys(process.queue),
             worker,
             "",
             count=0,
-            publish=self.publish or (yield from self.publish_command()),
-            policy=self.settings.jobs.policy,
+            publish=(yield from self.state.publishing()),
+            policy=self.state.settings.jobs.policy,
             finishes=[_finish(finish) for finish in finishes],
         )
-        self._owned.pop(process.id, None)
-        yield from self.relay_written(process.queue, ops)
+        self.state.owned.pop(process.id, None)
+        yield from self.relay.relay_written(process.queue, ops)
         return int(flags[0]) in (1, 2)
 
     def _took_jobs(self, queue: str, worker: str, reply: list[Any], now: int) -> list[JobProcess]:
         """The jobs a take returned: pid, entry, payload, the record's JSON field
         (lib/jobs) and the attempt of each; ``now`` is the server's ms the take ran at."""
         jobs = []
-        decode = self.settings.decode_tasks
+        decode = self.state.settings.decode_tasks
+        owned = self.state.owned
         for i in range(0, len(reply), 5):
             pid, entry, data = text(reply[i]), text(reply[i + 1]), reply[i + 2]
             meta = _RECORD.raw_decode(text(reply[i + 3]))[0]
             backoff = meta.get("B")
             timeout = meta.get("T")
             child_queues = meta.get("cq")
-            self._owned[pid] = (queue, worker)
+            owned[pid] = (queue, worker)
             jobs.append(
                 JobProcess(
                     pid,
@@ -175,7 +194,7 @@ class JobWork(Processes, ScheduleRefill):
             if process.child_policy and process.children:
                 queues = [child.queue for child in process.children]
                 fields = [f"{process.entry}|{i}" for i in range(len(queues))]
-                raw = yield command("HMGET", self.queue_keys(process.queue).job_flow, *fields)
+                raw = yield command("HMGET", self.state.queue_keys(process.queue).job_flow, *fields)
                 outcomes = tuple(
                     child_outcome(process.job_id, i, queue, value)
                     for i, (queue, value) in enumerate(zip(queues, raw, strict=True))
@@ -190,9 +209,9 @@ class JobWork(Processes, ScheduleRefill):
         """Report a failed attempt (``mode`` "error": retried while failures <=
         ``retries``, after ``delay`` seconds) or fail it now ("fail"). Returns
         whether it was accepted (False: fenced) and the state, "r" or "x"."""
-        publish = self.publish or (yield from self.publish_command())
+        publish = yield from self.state.publishing()
         accepted, state, *written = yield job_scripts.job_fail(
-            self.queue_keys(process.queue),
+            self.state.queue_keys(process.queue),
             process.worker_id,
             process.id,
             process.entry,
@@ -201,48 +220,49 @@ class JobWork(Processes, ScheduleRefill):
             retries=retries,
             error_text=error,
             publish=publish,
-            policy=self.settings.jobs.policy,
+            policy=self.state.settings.jobs.policy,
         )
-        self._owned.pop(process.id, None)
+        self.state.owned.pop(process.id, None)
         if written:  # it failed for good: its flow hears of it
-            yield from self.relay_written(process.queue, written[0])
+            yield from self.relay.relay_written(process.queue, written[0])
         return int(accepted) == 1, text(state)
 
     def stop_job(self, process: str | JobProcess) -> Plan[bool]:
         """Put a job back at the front of its priority, no counter charged."""
-        owner = self._owner(process)
+        state = self.state
+        owner = state.owner(process)
         if owner is None:
             return False
         pid, queue, worker = owner
-        publish = self.publish or (yield from self.publish_command())
-        reply = yield job_scripts.job_stop(self.mesh.queue(queue), worker, pid, publish=publish)
-        self._owned.pop(pid, None)
+        publish = yield from state.publishing()
+        reply = yield job_scripts.job_stop(state.mesh.queue(queue), worker, pid, publish=publish)
+        state.owned.pop(pid, None)
         return bool(reply == 1)
 
     def report_progress(self, process: JobProcess, value: bytes) -> Plan[bool]:
-        publish = self.publish or (yield from self.publish_command())
+        publish = yield from self.state.publishing()
         reply = yield job_scripts.job_progress(
-            self.queue_keys(process.queue), process.id, process.entry, value, publish=publish
+            self.state.queue_keys(process.queue), process.id, process.entry, value, publish=publish
         )
         return bool(reply == 1)
 
-    def promote_jobs(self, queue: str) -> Plan[int]:
-        """Make due jobs ready and wake idle members for them (the timer holder
-        with no free slot)."""
-        publish = self.publish or (yield from self.publish_command())
+    def promote_due(self, queue: str) -> Plan[int]:
+        """Make the jobs already due ready and wake idle members for them (the
+        timer holder with no free slot)."""
+        publish = yield from self.state.publishing()
         promoted, _, refill = yield job_scripts.job_promote(
-            self.queue_keys(queue), publish=publish, policy=self.settings.jobs.policy
+            self.state.queue_keys(queue), publish=publish, policy=self.state.settings.jobs.policy
         )
         created = 0
         if refill:
-            created = yield from self.refill_schedules(queue, refill)
+            created = yield from self.refill.refill_schedules(queue, refill)
         return int(promoted) + created
 
     # -- the failed jobs of a job queue (get_failed and friends dispatch here) ----
 
     def redrive_jobs(self, queue: str) -> Plan[int]:
-        keys = self.queue_keys(queue)
-        publish = self.publish or (yield from self.publish_command())
+        keys = self.state.queue_keys(queue)
+        publish = yield from self.state.publishing()
         moved_total = skip = 0
         while True:
             moved, skipped, remaining = yield job_scripts.job_redrive(
@@ -254,7 +274,7 @@ class JobWork(Processes, ScheduleRefill):
                 return moved_total
 
     def purge_failed_jobs(self, queue: str) -> Plan[int]:
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         dropped_total = 0
         while True:
             dropped, remaining = yield job_scripts.job_purge_failed(keys, count=REDRIVE_CHUNK)

@@ -11,8 +11,8 @@ from .._checks import count, optional_count, seconds
 from . import job_scripts
 from .calls import Pinned, Plan, command
 from .failures import checked_replies
-from .jobs_read import JobReads
-from .produce import Producing
+from .kinds import QueueKinds
+from .state import CoreState
 
 
 class Unset(enum.Enum):
@@ -106,7 +106,11 @@ def parse_limits(fields: list[Any], active: Any, now_micros: int) -> QueueLimits
     )
 
 
-class Limits(Producing, JobReads):
+class Limits:
+    def __init__(self, state: CoreState, kinds: QueueKinds) -> None:
+        self.state = state
+        self.kinds = kinds
+
     def configure_queue(
         self,
         queue: str,
@@ -123,17 +127,17 @@ class Limits(Producing, JobReads):
         ``rate`` and ``max_active`` limit a job queue (and make a new queue one):
         every argument is checked before anything is written.
         """
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         if max_recoveries is not UNSET:
             optional_count("max_recoveries", max_recoveries, low=-1)
         starts, per = ("-", "") if rate is UNSET else rate_fields(rate)
         cap = "-" if max_active is UNSET else _max_active_field(max_active)
         if rate is not UNSET or max_active is not UNSET:
-            publish = self.publish or (yield from self.publish_command())
+            publish = yield from self.state.publishing()
             yield job_scripts.job_limits(
                 keys, rate=starts, per=per, max_active=cap, publish=publish
             )
-            self._kinds[queue] = "jobs"
+            self.kinds.learned(queue, "jobs")
         if max_recoveries is None:
             yield command("HDEL", keys.config, "max_recoveries")
         elif max_recoveries is not UNSET:
@@ -141,7 +145,7 @@ class Limits(Producing, JobReads):
 
     def get_limits(self, queue: str) -> Plan[QueueLimits]:
         """The queue's limits and whether they hold it back now (Redis's clock)."""
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         reads = (
             command("HMGET", keys.config, *LIMIT_FIELDS, "kind", key=keys.config),
             command("HGET", keys.job_counts, "active", key=keys.job_counts),
@@ -151,5 +155,5 @@ class Limits(Producing, JobReads):
         (*fields, kind), active, (seconds, micros) = checked_replies(request, (yield request))
         limits = parse_limits(fields, active, int(seconds) * 1_000_000 + int(micros))
         if kind not in (b"jobs", "jobs") and limits.rate is None and limits.max_active is None:
-            yield from self.refuse_task_queue(queue)
+            yield from self.kinds.refuse_task_queue(queue)
         return limits

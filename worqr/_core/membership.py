@@ -13,11 +13,14 @@ import uuid
 from .._errors import WrongQueueKindError
 from .._keys import QueueKeys
 from . import job_scripts, scripts
-from .calls import Plan, Subscribe, command
+from .calls import Plan, command
 from .eviction import check_eviction_policy
+from .kinds import QueueKinds
 from .lua import IdTakenError
+from .notify import Notifications
 from .relay import Relay
 from .scripts import RequeueMode
+from .state import CoreState
 
 
 def new_worker_id() -> str:
@@ -26,15 +29,24 @@ def new_worker_id() -> str:
     return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
-class Membership(Relay):
+class Membership:
+    def __init__(
+        self, state: CoreState, kinds: QueueKinds, notifications: Notifications, relay: Relay
+    ) -> None:
+        self.state = state
+        self.kinds = kinds
+        self.notifications = notifications
+        self.relay = relay
+
     def start_worker(self) -> Plan[str]:
-        if self.worker_id is not None:
-            return self.worker_id
-        self._leaving = False
-        if not self.cluster:  # CONFIG GET has no slot: redis-py's cluster clients
+        state = self.state
+        if state.worker_id is not None:
+            return state.worker_id
+        state.leaving = False
+        if not state.cluster:  # CONFIG GET has no slot: redis-py's cluster clients
             yield from check_eviction_policy()  # route it to one node, or cannot at all
         worker = yield from self.register()
-        self.worker_id = worker
+        state.worker_id = worker
         return worker
 
     def register(self) -> Plan[str]:
@@ -43,57 +55,58 @@ class Membership(Relay):
         sent = time.monotonic()
         info = ("host", platform.node(), "pid", os.getpid(), "started", time.time())
         with contextlib.suppress(IdTakenError):  # a resend of our first attempt
-            yield scripts.register(self.mesh, worker, ttl_ms=self.settings.ttl_ms, info=info)
-        self.last_heartbeat = sent
-        self.hooks.on_registered(worker)
+            yield scripts.register(
+                self.state.mesh, worker, ttl_ms=self.state.settings.ttl_ms, info=info
+            )
+        self.state.last_heartbeat = sent
+        self.state.hooks.on_registered(worker)
         return worker
 
     def start_work(self, queue: str) -> Plan[None]:
-        worker = self.require_worker()
-        keys = self.queue_keys(queue)
-        self._joining.add(queue)
+        state = self.state
+        worker = state.require_worker()
+        keys = state.queue_keys(queue)
+        state.joining.add(queue)
         yield from self.join(keys, queue, worker)
-        self.working.add(queue)
-        self._joining.discard(queue)
+        state.working.add(queue)
+        state.joining.discard(queue)
 
     def join(self, keys: QueueKeys, queue: str, worker: str) -> Plan[None]:
         """Join ``queue`` as ``worker``: the mesh registry first, so a reaper that
         fails the worker always finds the queue; then wake-ups, then membership:
         a member may be picked for a wake-up (a queue's timer holder) at once, and
         a hint published before its subscription would be lost."""
-        yield scripts.add_worker_queue(self.mesh, worker, queue)
-        self._registered[queue] = time.monotonic()
-        yield from self.publish_command()  # subscribe the way scripts will publish
-        self._channels[keys.events] = (queue, "events")
-        self._channels[keys.wake(worker)] = (queue, "wake")
-        yield Subscribe(add=(keys.events, keys.wake(worker)))
+        yield scripts.add_worker_queue(self.state.mesh, worker, queue)
+        self.state.registered[queue] = time.monotonic()
+        yield from self.notifications.subscribe(
+            queue, {keys.events: "events", keys.wake(worker): "wake"}
+        )
         yield scripts.join_queue(keys, worker)
 
     def stop_work(self, queue: str) -> Plan[int]:
-        worker = self.require_worker()
-        keys = self.queue_keys(queue)
+        state = self.state
+        worker = state.require_worker()
+        keys = state.queue_keys(queue)
         requeued, _ = yield from self.requeue_owned(queue, worker, "leave")
-        yield command("SREM", self.mesh.worker_queues(worker), queue)
-        self.working.discard(queue)
+        yield command("SREM", state.mesh.worker_queues(worker), queue)
+        state.working.discard(queue)
         yield from self.unsubscribe_wake(keys, worker)
         return requeued
 
     def unsubscribe_wake(self, keys: QueueKeys, worker: str) -> Plan[None]:
-        channel = keys.wake(worker)
-        if self._channels.pop(channel, None) is not None:
-            yield Subscribe(remove=(channel,))
+        yield from self.notifications.unsubscribe(keys.wake(worker))
 
     def requeue_owned(self, queue: str, worker: str, mode: RequeueMode) -> Plan[tuple[int, int]]:
         """Return every process of ``worker`` on one queue, chunk by chunk; returns
         (requeued, dead-lettered). A job queue's jobs go back by their own
         script (a wrong guess of the queue's kind is refused, and corrected)."""
-        settings = self.settings
-        keys = self.mesh.queue(queue)
-        publish = self.publish or (yield from self.publish_command())
+        settings = self.state.settings
+        keys = self.state.mesh.queue(queue)
+        publish = yield from self.state.publishing()
         requeued = dead_lettered = 0
         switched = False
         while True:
-            if self._kinds.get(queue) == "jobs":
+            if self.kinds.is_jobs(queue):
                 call = job_scripts.job_requeue_owned(
                     keys,
                     worker,
@@ -119,10 +132,10 @@ class Membership(Relay):
                 if switched:
                     raise
                 switched = True
-                self._kinds[queue] = error.queue_kind
+                self.kinds.learned(queue, error.queue_kind)
                 continue
             if ops and ops[0]:  # a job queue's poisoned flow jobs wrote hops
-                yield from self.relay_written(queue, ops[0])
+                yield from self.relay.relay_written(queue, ops[0])
             requeued += int(moved)
             dead_lettered += int(poisoned)
             if int(remaining) == 0:
@@ -130,28 +143,29 @@ class Membership(Relay):
 
     def fail_worker(self) -> Plan[int]:
         """Hand every process of this worker back to the front of its queue."""
-        worker = self.require_worker()
+        worker = self.state.require_worker()
         total = 0
-        for queue in sorted(self.working):
+        for queue in sorted(self.state.working):
             requeued, _ = yield from self.requeue_owned(queue, worker, "release")
             total += requeued
         return total
 
     def forget(self, worker: str, *, only_if_dead: bool) -> Plan[bool]:
         """Drop ``worker`` from the mesh registry (after its processes went back)."""
-        reply = yield scripts.forget_worker(self.mesh, worker, only_if_dead=only_if_dead)
+        reply = yield scripts.forget_worker(self.state.mesh, worker, only_if_dead=only_if_dead)
         return bool(reply == 1)
 
     def deregister(self) -> Plan[None]:
         """Leave the mesh cleanly: hand processes back, then forget this worker."""
-        worker = self.worker_id
+        state = self.state
+        worker = state.worker_id
         if worker is None:
             return
-        self._leaving = True
-        for queue in sorted(self.working | self._joining):
+        state.leaving = True
+        for queue in sorted(state.working | state.joining):
             yield from self.requeue_owned(queue, worker, "leave")
-            yield from self.unsubscribe_wake(self.mesh.queue(queue), worker)
+            yield from self.unsubscribe_wake(state.mesh.queue(queue), worker)
         yield from self.forget(worker, only_if_dead=False)
-        self.working.clear()
-        self._joining.clear()
-        self.worker_id = None
+        state.working.clear()
+        state.joining.clear()
+        state.worker_id = None

@@ -1,25 +1,46 @@
-"""Notifications: which channels a client listens on, and what a pub/sub message
-(or the fallback poll) means for each queue."""
+"""Notifications: which channels a client listens on, what a pub/sub message
+(or the fallback poll) means for each queue, and who waits for a job's end."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
-from .base import Callback, CoreBase, text
 from .calls import Plan, Subscribe
+from .state import Callback, CoreState, text
 
 
-class Notifications(CoreBase):
+class Notifications:
+    def __init__(self, state: CoreState) -> None:
+        self.state = state
+        self._listeners: dict[str, list[Callback]] = {}
+        self._channels: dict[str, tuple[str, str]] = {}  # channel -> (queue, role)
+        # Waiters of `result()`, by ("done", queue, job id): set by the listener.
+        self._waiters: dict[tuple[str, str, str], list[weakref.ref[Any]]] = {}
+
     def on(self, queue: str, callback: Callback) -> Plan[None]:
         if not callable(callback):
             raise TypeError("callback must be callable")
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         listeners = self._listeners.setdefault(queue, [])
         if callback not in listeners:  # a retry after a failed subscribe: hear events once
             listeners.append(callback)
-        yield from self.publish_command()  # subscribe the way scripts will publish
-        self._channels.setdefault(keys.events, (queue, "events"))
-        yield Subscribe(add=(keys.events,))
+        yield from self.subscribe(queue, {keys.events: "events"})
+
+    def subscribe(self, queue: str, roles: dict[str, str]) -> Plan[None]:
+        """Listen on channels of ``queue``: each channel with its role, "events",
+        "wake" or "notify"."""
+        yield from self.state.publishing()  # subscribe the way scripts will publish
+        for channel, role in roles.items():
+            self._channels[channel] = (queue, role)
+        yield Subscribe(add=tuple(roles))
+
+    def unsubscribe(self, channel: str) -> Plan[None]:
+        if self._channels.pop(channel, None) is not None:
+            yield Subscribe(remove=(channel,))
+
+    def listening(self, channel: str) -> bool:
+        return channel in self._channels
 
     def parse_message(self, message: dict[str, Any]) -> list[tuple[str, str, Any]]:
         """Turn one pub/sub message into ``(queue, event, message)`` triples.
@@ -67,13 +88,13 @@ class Notifications(CoreBase):
         if name == "cancel":
             return [(queue, "cancel", rest.split())]
         if name == "delete":
-            self.working.discard(queue)
+            self.state.working.discard(queue)
             return [(queue, "delete", None)]
         return []
 
     def poll_events(self) -> list[tuple[str, str, Any]]:
         """The fallback poll: a "work" hint for every worked queue."""
-        return [(queue, "work", 0) for queue in sorted(self.working)]
+        return [(queue, "work", 0) for queue in sorted(self.state.working)]
 
     def listeners(self, queue: str) -> list[Callback]:
         return list(self._listeners.get(queue, ()))
@@ -81,3 +102,27 @@ class Notifications(CoreBase):
     @property
     def subscribed(self) -> bool:
         return bool(self._channels)
+
+    # -- waiters of a job's end ----------------------------------------------------
+
+    def add_waiter(self, key: tuple[str, str, str], waiter: Any) -> None:
+        """Register ``waiter`` (it has ``set()``) for ``key``, for as long as its
+        plan holds it (a weak reference: an abandoned plan leaves nothing)."""
+        alive = [ref for ref in self._waiters.get(key, ()) if ref() is not None]
+        alive.append(weakref.ref(waiter))
+        self._waiters[key] = alive
+
+    def wake_waiters(self, queue: str, id: str | None = None) -> None:
+        """Set the waiters of one job of ``queue`` (every job's when ``id`` is None)."""
+        if id is not None:
+            keys = [("done", queue, id)]
+        else:  # list(): the sync client's listener thread runs this beside plans
+            keys = [key for key in list(self._waiters) if key[1] == queue]
+        for key in keys:
+            refs = list(self._waiters.get(key, ()))
+            for ref in refs:
+                waiter = ref()
+                if waiter is not None:
+                    waiter.set()
+            if refs and all(ref() is None for ref in refs):
+                self._waiters.pop(key, None)

@@ -11,10 +11,10 @@ from .. import _checks as checks
 from .._keys import QueueKeys
 from .._process import Process, decode_task
 from . import scripts
-from .base import text
 from .calls import Call, Plan, command
 from .lua import NotMemberError
 from .membership import Membership
+from .state import CoreState, text
 
 logger = logging.getLogger("worqr")
 
@@ -22,16 +22,21 @@ COMPLETE_BATCH = 500  # processes finished per complete script call: keeps it sh
 DEQUEUE_CHUNK = 500  # most tasks per dequeue script call (bounded scripts): ~3 ms each
 
 
-class Processes(Membership):
+class Processes:
+    def __init__(self, state: CoreState, membership: Membership) -> None:
+        self.state = state
+        self.membership = membership
+
     def dequeue(self, queue: str, count: int = 1) -> Plan[list[Process]]:
         checks.count("count", count, low=1)
-        keys = self.queue_keys(queue)
-        worker = self.require_worker()
-        if queue not in self.working:
-            yield from self.start_work(queue)
+        state = self.state
+        keys = state.queue_keys(queue)
+        worker = state.require_worker()
+        if queue not in state.working:
+            yield from self.membership.start_work(queue)
         # One prefix per dequeue; a large count runs as several short script calls
         # numbering their processes on from each other, each safe to resend.
-        pid_prefix = self._new_prefix(worker)
+        pid_prefix = state.new_prefix(worker)
         try:
             processes: list[Process] = []
             rejoined = False
@@ -43,7 +48,7 @@ class Processes(Membership):
                         keys, worker, pid_prefix, count=chunk, first=numbered
                     )
                 except NotMemberError as error:
-                    self.working.discard(queue)
+                    state.working.discard(queue)
                     # Not a member: failed by peers, or the queue was deleted (with its
                     # members) before this worker heard of it. A lease that still exists
                     # was never failed (peers fail only expired leases, which never come
@@ -53,7 +58,7 @@ class Processes(Membership):
                         raise error
                     rejoined = True
                     processes.clear()
-                    yield from self.start_work(queue)
+                    yield from self.membership.start_work(queue)
                     continue
                 except Exception as error:
                     if not processes:
@@ -72,24 +77,17 @@ class Processes(Membership):
                 if len(reply) < 2 * chunk:  # the queue ran dry
                     break
             return processes
-        finally:  # after the processes are in self._owned (see reconcile)
-            self._dequeuing.discard(pid_prefix)
-
-    def _new_prefix(self, worker: str) -> str:
-        """A process id prefix no call of this client used before; its processes
-        exist in Redis before this client knows them (see `Liveness.reconcile`)."""
-        prefix = f"{worker}.{next(self._calls)}."
-        self._dequeuing.add(prefix)
-        return prefix
+        finally:  # after the processes are in state.owned (see reconcile)
+            state.dequeuing.discard(pid_prefix)
 
     def _lease_exists(self, worker: str) -> Plan[bool]:
-        return bool((yield command("EXISTS", self.mesh.alive(worker))))
+        return bool((yield command("EXISTS", self.state.mesh.alive(worker))))
 
     def _took(self, queue: str, worker: str, reply: list[Any]) -> list[Process]:
         """The processes a take reply ``{pid1, task1, ...}`` hands out."""
         processes = []
-        decode = self.settings.decode_tasks
-        owned = self._owned
+        decode = self.state.settings.decode_tasks
+        owned = self.state.owned
         for i in range(0, len(reply), 2):
             pid, data = text(reply[i]), reply[i + 1]
             owned[pid] = (queue, worker)
@@ -106,9 +104,10 @@ class Processes(Membership):
         existed: fenced like `finish_process`), and the new processes.
         """
         checks.count("count", count)
-        keys = self.queue_keys(queue)
-        worker = self.require_worker()
-        wanted = [self._owner(process) for process in finished]
+        state = self.state
+        keys = state.queue_keys(queue)
+        worker = state.require_worker()
+        wanted = [state.owner(process) for process in finished]
         accepted = [False] * len(wanted)
         batch: list[tuple[int, str]] = []  # (index, pid) finished by the script call(s)
         for i, owner in enumerate(wanted):
@@ -118,8 +117,8 @@ class Processes(Membership):
                 batch.append((i, owner[0]))
             else:  # another queue, or our former id (its processes are peers' now)
                 accepted[i] = yield from self.finish_process(owner[0])
-        if count and queue not in self.working:
-            yield from self.start_work(queue)
+        if count and queue not in state.working:
+            yield from self.membership.start_work(queue)
         taken: list[Process] = []
         # The take rides on the first chunk: a refused one (not a member) then
         # finished nothing yet, and the caller can resend every finish with count 0.
@@ -129,49 +128,42 @@ class Processes(Membership):
             if not chunk and not take:
                 break
             pids = [pid for _, pid in chunk]
-            pid_prefix = self._new_prefix(worker) if take else ""
+            pid_prefix = state.new_prefix(worker) if take else ""
             try:
                 try:
                     flags, reply = yield scripts.complete(
                         keys, worker, pid_prefix, count=take, pids=pids
                     )
                 except NotMemberError:
-                    self.working.discard(queue)  # rejoin on the next call, as dequeue does
+                    state.working.discard(queue)  # rejoin on the next call, as dequeue does
                     raise
                 for (i, pid), flag in zip(chunk, flags, strict=True):
-                    self._owned.pop(pid, None)
+                    state.owned.pop(pid, None)
                     accepted[i] = flag == 1
                 if take:
                     taken = self._took(queue, worker, reply)
-            finally:  # after the processes are in self._owned
-                self._dequeuing.discard(pid_prefix)
+            finally:  # after the processes are in state.owned
+                state.dequeuing.discard(pid_prefix)
         return accepted, taken
-
-    def _owner(self, process: str | Process) -> tuple[str, str, str] | None:
-        pid = process.id if isinstance(process, Process) else process
-        if not isinstance(pid, str):
-            raise TypeError(f"process must be a Process or its id, not {type(pid).__name__}")
-        entry = self._owned.get(pid)
-        return None if entry is None else (pid, *entry)
 
     def _end_process(
         self, process: str | Process, build: Callable[[QueueKeys, str, str], Call]
     ) -> Plan[bool]:
         """End one of this client's processes with the call ``build(keys, worker,
         pid)`` makes; True only if the process still existed (fencing)."""
-        owner = self._owner(process)
+        owner = self.state.owner(process)
         if owner is None:
             return False
         pid, queue, worker = owner
-        reply = yield build(self.mesh.queue(queue), worker, pid)
-        self._owned.pop(pid, None)
+        reply = yield build(self.state.mesh.queue(queue), worker, pid)
+        self.state.owned.pop(pid, None)
         return bool(reply == 1)
 
     def finish_process(self, process: str | Process) -> Plan[bool]:
         return self._end_process(process, scripts.finish)
 
     def stop_process(self, process: str | Process) -> Plan[bool]:
-        publish = self.publish or (yield from self.publish_command())
+        publish = yield from self.state.publishing()
         return (
             yield from self._end_process(
                 process, lambda keys, worker, pid: scripts.stop(keys, worker, pid, publish=publish)
@@ -180,7 +172,7 @@ class Processes(Membership):
 
     def fail_process(self, process: str | Process) -> Plan[bool]:
         """Dead-letter a process whose task failed: the task goes to the failed list."""
-        failed_max = self.settings.failed_max
+        failed_max = self.state.settings.failed_max
         return self._end_process(
             process,
             lambda keys, worker, pid: scripts.dead_letter(keys, worker, pid, failed_max=failed_max),
@@ -188,7 +180,7 @@ class Processes(Membership):
 
     def processes_exist(self, queue: str, pids: Iterable[str]) -> Plan[list[bool]]:
         """Whether each process still exists (not finished, cancelled or failed over)."""
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         wanted = list(pids)
         if not wanted:
             return []

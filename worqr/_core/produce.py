@@ -17,11 +17,12 @@ from .._errors import (
 )
 from .._keys import QueueKeys
 from . import job_scripts, scripts
-from .base import text
 from .calls import Call, Pinned, Plan, command
+from .kinds import QueueKinds
 from .lua import translate
 from .pinned import loaded
 from .relay import Relay
+from .state import CoreState, text
 
 ENQUEUE_BATCH = 1000  # tasks per enqueue script call: keeps each script short
 CANCEL_SCAN_PAGE = 1000  # job payloads a cancel by payload looks at per script call
@@ -37,7 +38,12 @@ def _with_count(error: Exception, done: int, total: int) -> Exception:
         return WorqrError(message)
 
 
-class Producing(Relay):
+class Producing:
+    def __init__(self, state: CoreState, kinds: QueueKinds, relay: Relay) -> None:
+        self.state = state
+        self.kinds = kinds
+        self.relay = relay
+
     def encode_task(self, task: object) -> bytes:
         if isinstance(task, str):
             try:
@@ -48,24 +54,25 @@ class Producing(Relay):
             data = bytes(task)
         else:
             raise TypeError(f"task must be str or bytes, not {type(task).__name__}")
-        if len(data) > self.settings.max_task_bytes:
+        if len(data) > self.state.settings.max_task_bytes:
             raise ValueError(
-                f"task is {len(data)} bytes; the limit is {self.settings.max_task_bytes} "
+                f"task is {len(data)} bytes; the limit is {self.state.settings.max_task_bytes} "
                 "(Settings.max_task_bytes)"
             )
         return data
 
     def enqueue_many(self, queue: str, tasks: Iterable[object]) -> Plan[int]:
-        keys = self.queue_keys(queue)
+        state = self.state
+        keys = state.queue_keys(queue)
         if isinstance(tasks, str | bytes):
             raise TypeError("enqueue_many takes an iterable of tasks, not one task")
         payloads = [self.encode_task(task) for task in tasks]  # all checked before any write
         if not payloads:
             return 0
-        if time.monotonic() - self._registered.get(queue, -REGISTRY_REFRESH) >= REGISTRY_REFRESH:
+        # (The check inline saves a generator per call on the hot path.)
+        if time.monotonic() - state.registered.get(queue, -REGISTRY_REFRESH) >= REGISTRY_REFRESH:
             yield from self.register_queue(queue)
-        # (The checks inline save a generator per call on the hot path.)
-        publish = self.publish or (yield from self.publish_command())
+        publish = yield from state.publishing()
         done = 0
         for start in range(0, len(payloads), ENQUEUE_BATCH):
             batch = payloads[start : start + ENQUEUE_BATCH]
@@ -111,10 +118,11 @@ class Producing(Relay):
         with ``wait_replicas``, followed on the same connection by ``WAIT``, and a
         `ReplicationTimeoutError` if too few replicas acknowledged in time.
         Returns the script's reply."""
-        required = self.settings.wait_replicas
+        settings = self.state.settings
+        required = settings.wait_replicas
         if not required:
             return (yield call)
-        wait = command("WAIT", required, self.settings.wait_timeout_ms)
+        wait = command("WAIT", required, settings.wait_timeout_ms)
         # NOSCRIPT: loaded, and the pair sent again, on the same connection.
         reply, acked = yield from loaded(Pinned((call, wait)))
         if isinstance(reply, ResponseError):
@@ -126,7 +134,7 @@ class Producing(Relay):
             rest = f"; the other {total - applied} were not {verb}" if applied < total else ""
             raise ReplicationTimeoutError(
                 f"{count} {what} ARE {verb} on the master, but only {acked} of "
-                f"{required} replicas acknowledged them within {self.settings.wait_timeout:g}s "
+                f"{required} replicas acknowledged them within {settings.wait_timeout:g}s "
                 f"(Settings.wait_replicas/wait_timeout): they are lost if the master fails "
                 f"before replicating them; {again}{rest}",
                 enqueued=applied,
@@ -139,29 +147,29 @@ class Producing(Relay):
     def register_queue(self, queue: str) -> Plan[None]:
         """Add ``queue`` to the mesh's registry, at most once per `REGISTRY_REFRESH`
         (a deleted queue that is used again comes back)."""
-        now = time.monotonic()
-        if now - self._registered.get(queue, -REGISTRY_REFRESH) >= REGISTRY_REFRESH:
-            yield command("SADD", self.mesh.queues, queue)
-            self._registered[queue] = now
+        now, state = time.monotonic(), self.state
+        if now - state.registered.get(queue, -REGISTRY_REFRESH) >= REGISTRY_REFRESH:
+            yield command("SADD", state.mesh.queues, queue)
+            state.registered[queue] = now
 
     def cancel_tasks(self, queue: str, task: object) -> Plan[int]:
         """Cancel every copy of a payload (on a job queue: every live job with it)."""
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         data = self.encode_task(task)
-        publish = yield from self.publish_command()
-        if (yield from self.kind_of(queue)) == "jobs":
+        publish = yield from self.state.publishing()
+        if (yield from self.kinds.of(queue)) == "jobs":
             return (yield from self._cancel_jobs_by_payload(queue, data, publish))
         try:
             reply = yield scripts.cancel(keys, data, publish=publish)
         except WrongQueueKindError:
-            self._kinds[queue] = "jobs"  # it became one since we last looked
+            self.kinds.learned(queue, "jobs")  # it became one since we last looked
             return (yield from self.cancel_tasks(queue, task))
         return int(reply[0]) + len(reply) - 1
 
     def _cancel_jobs_by_payload(self, queue: str, data: bytes, publish: str) -> Plan[int]:
         """A scan of the queue's payloads, a bounded script call per page (a
         queue may retain millions of jobs); a job submitted meanwhile may be missed."""
-        keys, cancelled, cursor = self.queue_keys(queue), 0, "0"
+        keys, cancelled, cursor = self.state.queue_keys(queue), 0, "0"
         while True:
             reply = yield job_scripts.job_cancel_payload(
                 keys,
@@ -169,9 +177,9 @@ class Producing(Relay):
                 cursor=cursor,
                 page=CANCEL_SCAN_PAGE,
                 publish=publish,
-                policy=self.settings.jobs.policy,
+                policy=self.state.settings.jobs.policy,
             )
-            yield from self.relay_written(queue, reply[1])
+            yield from self.relay.relay_written(queue, reply[1])
             cancelled += int(reply[0])
             cursor = text(reply[2])
             if cursor == "0":

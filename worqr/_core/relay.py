@@ -22,8 +22,9 @@ from typing import Any
 from .._errors import WrongQueueKindError
 from .._flows import compact, unb64
 from . import flow_scripts
-from .base import CoreBase, text
 from .calls import Plan, command
+from .kinds import QueueKinds
+from .state import CoreState, text
 
 logger = logging.getLogger("worqr")
 
@@ -54,7 +55,13 @@ def _chunks(items: list[Any], size: int = APPLY_CHUNK) -> list[list[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-class Relay(CoreBase):
+class Relay:
+    """Applies outbox operations; every part whose scripts write hops holds it."""
+
+    def __init__(self, state: CoreState, kinds: QueueKinds) -> None:
+        self.state = state
+        self.kinds = kinds
+
     def relay_ops(self, source: str, flat: Sequence[Any]) -> Plan[int]:
         """Apply the operations ``source``'s script wrote (flat triples) and ack
         them there, then those the applies wrote; returns how many were applied."""
@@ -66,7 +73,9 @@ class Relay(CoreBase):
             if not ops:
                 continue
             written = yield from self._apply(ops)
-            yield flow_scripts.job_outbox_ack(self.queue_keys(queue), [op for op, _, _ in ops])
+            yield flow_scripts.job_outbox_ack(
+                self.state.queue_keys(queue), [op for op, _, _ in ops]
+            )
             applied += len(ops)
             pending.extend((target, parse_ops(more)) for target, more in written if more)
         return applied
@@ -74,8 +83,8 @@ class Relay(CoreBase):
     def relay_queue(self, queue: str, *, fresh: bool = False) -> Plan[int]:
         """Relay ``queue``'s outbox: the operations past their lease (a relay
         died, or never came), or (``fresh``) every one. Returns how many."""
-        keys = self.queue_keys(queue)
-        lease = self.settings.jobs.relay_lease
+        keys = self.state.queue_keys(queue)
+        lease = self.state.settings.jobs.relay_lease
         lease_ms = max(1, round(lease * 1000))
         total = 0
         while True:
@@ -94,19 +103,19 @@ class Relay(CoreBase):
         if queue is not None:
             return (yield from self.relay_queue(queue, fresh=True))
         total = 0
-        for name in sorted(text(q) for q in (yield command("SMEMBERS", self.mesh.jobqueues))):
+        for name in sorted(text(q) for q in (yield command("SMEMBERS", self.state.mesh.jobqueues))):
             total += yield from self.relay_queue(name, fresh=True)
         return total
 
     def relay_stragglers(self) -> Plan[int]:
         """Relay every job queue's operations past their lease, at most once per
         lease for the whole mesh (a key set NX); the reaper's turn runs it."""
-        queues = sorted(text(q) for q in (yield command("SMEMBERS", self.mesh.jobqueues)))
+        queues = sorted(text(q) for q in (yield command("SMEMBERS", self.state.mesh.jobqueues)))
         if not queues:
             return 0
-        interval_ms = max(1, round(self.settings.jobs.relay_lease * 1000 / 2))
-        holder = self.worker_id or "client"
-        if not (yield command("SET", self.mesh.relayer, holder, "NX", "PX", interval_ms)):
+        interval_ms = max(1, round(self.state.settings.jobs.relay_lease * 1000 / 2))
+        holder = self.state.worker_id or "client"
+        if not (yield command("SET", self.state.mesh.relayer, holder, "NX", "PX", interval_ms)):
             return 0
         total = 0
         for queue in queues:
@@ -141,12 +150,12 @@ class Relay(CoreBase):
                 continue
             kind[str(op[1]["q"])].append(op)
         written: list[tuple[str, Any]] = []
-        publish = self.publish or (yield from self.publish_command())
-        policy = self.settings.jobs.policy
+        publish = yield from self.state.publishing()
+        policy = self.state.settings.jobs.policy
         for queue, group in submits.items():
             written += yield from self._submit(queue, group, publish, policy)
         for queue, group in reports.items():
-            keys = self.queue_keys(queue)
+            keys = self.state.queue_keys(queue)
             for chunk in _chunks(group):
                 _, more = yield flow_scripts.job_child_done(
                     keys,
@@ -156,7 +165,7 @@ class Relay(CoreBase):
                 )
                 written.append((queue, more))
         for queue, group in cancels.items():
-            keys = self.queue_keys(queue)
+            keys = self.state.queue_keys(queue)
             for chunk in _chunks(group):
                 ids = [str(header["i"]) for _, header, _ in chunk]
                 _, more = yield flow_scripts.job_flow_cancel(
@@ -168,7 +177,7 @@ class Relay(CoreBase):
     def _submit(
         self, queue: str, group: list[Op], publish: str, policy: str
     ) -> Plan[list[tuple[str, Any]]]:
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         written: list[tuple[str, Any]] = []
         for chunk in _chunks(group):
             items = [_flow_item(header, body) for _, header, body in chunk]
@@ -194,17 +203,20 @@ class Relay(CoreBase):
             if "pq" in header:
                 report = (str(header["pi"]), int(header["pl"]), int(header["pn"]), "x", "", reason)
                 _, more = yield flow_scripts.job_child_done(
-                    self.queue_keys(str(header["pq"])), [report], publish=publish, policy=policy
+                    self.state.queue_keys(str(header["pq"])),
+                    [report],
+                    publish=publish,
+                    policy=policy,
                 )
                 written.append((str(header["pq"]), more))
         return written
 
     def register_flow_queue(self, queue: str) -> Plan[None]:
         """A queue a relay created jobs on is a job queue of the mesh (once per client)."""
-        if queue not in self._kinds:
-            yield command("SADD", self.mesh.jobqueues, queue)
-            yield command("SADD", self.mesh.queues, queue)
-            self._kinds[queue] = "jobs"
+        if self.kinds.known(queue) is None:
+            yield command("SADD", self.state.mesh.jobqueues, queue)
+            yield command("SADD", self.state.mesh.queues, queue)
+            self.kinds.learned(queue, "jobs")
 
 
 def _flow_item(header: dict[str, Any], body: bytes) -> flow_scripts.FlowItem:

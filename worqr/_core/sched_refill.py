@@ -9,16 +9,18 @@ from typing import Any
 
 from .._schedules import cron_fires
 from . import job_scripts
-from .base import CoreBase, text
 from .calls import Plan
+from .state import CoreState, text
 
 logger = logging.getLogger("worqr")
 
 REFILL_FIELDS = 6  # name, version, cron, tz, last buffered ms, now ms
 
 
-class ScheduleRefill(CoreBase):
-    _cron_missing = False  # warned once that cronsim is not installed
+class ScheduleRefill:
+    def __init__(self, state: CoreState) -> None:
+        self.state = state
+        self._cron_missing = False  # warned once that cronsim is not installed
 
     def refill_schedules(self, queue: str, requests: list[Any]) -> Plan[int]:
         """Compute and send the fire times the scripts asked for (six fields per
@@ -40,12 +42,12 @@ class ScheduleRefill(CoreBase):
                 continue
             try:
                 _, fired = yield job_scripts.job_sched_refill(
-                    self.queue_keys(queue),
+                    self.state.queue_keys(queue),
                     name,
                     version,
                     fires,
-                    publish=self.publish or (yield from self.publish_command()),
-                    policy=self.settings.jobs.policy,
+                    publish=(yield from self.state.publishing()),
+                    policy=self.state.settings.jobs.policy,
                 )
             except Exception as error:  # asked for again while the buffer is low
                 logger.debug("refilling schedule %r of %r failed: %r", name, queue, error)

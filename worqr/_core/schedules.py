@@ -16,12 +16,26 @@ from .._schedules import (
     schedule_spec,
 )
 from . import job_scripts
-from .base import text
 from .calls import Plan, command
-from .jobs_submit import JobProducing, job_options
+from .jobs_submit import JobSubmission, job_options
+from .kinds import QueueKinds
+from .produce import Producing
+from .state import CoreState, text
 
 
-class Schedules(JobProducing):
+class Schedules:
+    def __init__(
+        self,
+        state: CoreState,
+        kinds: QueueKinds,
+        producing: Producing,
+        submission: JobSubmission,
+    ) -> None:
+        self.state = state
+        self.kinds = kinds
+        self.producing = producing
+        self.submission = submission
+
     def schedule(
         self,
         queue: str,
@@ -36,7 +50,7 @@ class Schedules(JobProducing):
     ) -> Plan[ScheduleInfo]:
         """Create or replace the schedule ``name`` of ``queue``; an equal spec
         changes nothing. Every argument is checked before anything is sent."""
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         check_schedule_options(options or {})
         recorded = job_options(**(options or {}))
         spec = schedule_spec(
@@ -44,7 +58,7 @@ class Schedules(JobProducing):
             cron=cron,
             every=every,
             tz=tz,
-            payload=self.encode_task(payload),
+            payload=self.producing.encode_task(payload),
             overlap=overlap,
             options=recorded,
         )
@@ -53,7 +67,7 @@ class Schedules(JobProducing):
             seconds, micros = yield command("TIME")
             now = int(seconds) * 1000 + int(micros) // 1000
             fires = cron_fires(spec.cron, spec.tz, now, now)
-        publish = self.publish or (yield from self.publish_command())
+        publish = yield from self.state.publishing()
         try:
             _, next_ms = yield job_scripts.job_sched_set(
                 keys,
@@ -62,14 +76,14 @@ class Schedules(JobProducing):
                 spec.payload,
                 fires,
                 publish=publish,
-                policy=self.settings.jobs.policy,
+                policy=self.state.settings.jobs.policy,
             )
         except WrongQueueKindError as error:
             raise WrongQueueKindError(
                 f"queue {queue!r}: {error}", queue_kind=error.queue_kind
             ) from None
-        self._kinds[queue] = "jobs"
-        yield from self.register_job_queue(queue)
+        self.kinds.learned(queue, "jobs")
+        yield from self.submission.register_job_queue(queue)
         nxt = int(next_ms)
         return ScheduleInfo(
             queue=queue,
@@ -82,14 +96,14 @@ class Schedules(JobProducing):
         )
 
     def unschedule(self, queue: str, name: str) -> Plan[bool]:
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         if not isinstance(name, str):
             raise TypeError(f"schedule name must be str, not {type(name).__name__}")
         removed = yield job_scripts.job_sched_remove(keys, name)
         return int(removed) == 1
 
     def get_schedules(self, queue: str) -> Plan[list[ScheduleInfo]]:
-        keys = self.queue_keys(queue)
+        keys = self.state.queue_keys(queue)
         raw = yield command("HGETALL", keys.job_sched)
         pairs = raw.items() if isinstance(raw, dict) else zip(raw[::2], raw[1::2], strict=True)
         found = [schedule_info(queue, text(name), json.loads(spec)) for name, spec in pairs]

@@ -17,9 +17,8 @@ import dataclasses
 import logging
 
 from . import job_scripts
-from .base import text
 from .calls import Plan, command
-from .relay import Relay
+from .state import CoreState, text
 
 logger = logging.getLogger("worqr")
 
@@ -30,7 +29,10 @@ UPKEEP_RECORDS = 10_000  # records one pass purges before it stops (a backlog go
 CURSOR_TTL_MS = 60_000  # the sweep's cursor outlives the last pass by this much
 
 
-class Upkeep(Relay):
+class Upkeep:
+    def __init__(self, state: CoreState) -> None:
+        self.state = state
+
     def tidy_job_queues(self) -> Plan[int]:
         """Purge expired records and promote due jobs of the job queues without
         members in this pass's slice, when the mesh's pass is due; how many
@@ -38,20 +40,21 @@ class Upkeep(Relay):
         `job_promote` call per memberless queue of the slice, a few more for a
         backlog, and about `UPKEEP_RECORDS` records (each call at most
         `UPKEEP_BUDGET`): a large backlog goes over several passes."""
-        if not int((yield command("SCARD", self.mesh.jobqueues))):
+        state = self.state
+        if not int((yield command("SCARD", state.mesh.jobqueues))):
             return 0  # a mesh of task queues: nothing to keep, nothing written
-        holder = self.worker_id or "client"
+        holder = state.worker_id or "client"
         interval_ms = int(UPKEEP_INTERVAL * 1000)
-        if not (yield command("SET", self.mesh.upkeep, holder, "NX", "PX", interval_ms)):
+        if not (yield command("SET", state.mesh.upkeep, holder, "NX", "PX", interval_ms)):
             return 0  # another worker tidied within the interval
         queues = yield from self._next_slice()
-        publish = self.publish or (yield from self.publish_command())
-        policy = dataclasses.replace(self.settings.jobs, purge_budget=UPKEEP_BUDGET).policy
+        publish = yield from state.publishing()
+        policy = dataclasses.replace(state.settings.jobs, purge_budget=UPKEEP_BUDGET).policy
         purged = 0
         for queue in queues:
             if purged >= UPKEEP_RECORDS:
                 break  # a large backlog: the rest of this slice waits for the next round
-            keys = self.queue_keys(queue)
+            keys = state.queue_keys(queue)
             if int((yield command("SCARD", keys.members))):
                 continue  # its members keep it
             went = UPKEEP_BUDGET
@@ -66,9 +69,10 @@ class Upkeep(Relay):
     def _next_slice(self) -> Plan[list[str]]:
         """The job queues this pass visits, and the cursor moved past them first
         (a pass that fails half way does not hold the sweep on its slice)."""
-        saved = yield command("GET", self.mesh.upkeep_cursor)
+        mesh = self.state.mesh
+        saved = yield command("GET", mesh.upkeep_cursor)
         cursor, found = yield command(
-            "SSCAN", self.mesh.jobqueues, text(saved or b"0"), "COUNT", UPKEEP_SLICE
+            "SSCAN", mesh.jobqueues, text(saved or b"0"), "COUNT", UPKEEP_SLICE
         )
-        yield command("SET", self.mesh.upkeep_cursor, str(int(cursor)), "PX", CURSOR_TTL_MS)
+        yield command("SET", mesh.upkeep_cursor, str(int(cursor)), "PX", CURSOR_TTL_MS)
         return sorted({text(queue) for queue in found})  # SSCAN may repeat a member

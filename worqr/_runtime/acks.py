@@ -93,7 +93,7 @@ def job_finishes(acks: Sequence[Ack]) -> list[tuple[JobProcess, str, bytes]]:
 
 
 Retrying = Callable[[Callable[[], Awaitable[Any]], OutageLog], Awaitable[Any]]
-"""Runs a call until Redis answers it (`Lifecycle._retrying`)."""
+"""Runs a call until Redis answers it (`lifecycle.until_answered`)."""
 
 
 class Acknowledger:
@@ -149,7 +149,9 @@ class Acknowledger:
             job = process
 
             async def finish_job() -> bool:
-                accepted, _, _ = await self.client._take_jobs(job.queue, [(job, kind, result)], 0)
+                accepted, _, _ = await self.client.internals.take_jobs(
+                    job.queue, [(job, kind, result)], 0
+                )
                 return accepted[0]
 
             self.report_finish(process.queue, seconds, await self.run(finish_job, False))
@@ -179,7 +181,7 @@ class Acknowledger:
         try:
             if queue in self.job_queues:
                 accepted, _, _ = await self._retrying(
-                    lambda: client._take_jobs(queue, job_finishes(acks), 0), self.outage
+                    lambda: client.internals.take_jobs(queue, job_finishes(acks), 0), self.outage
                 )
             else:
                 processes = [ack.process for ack in acks]

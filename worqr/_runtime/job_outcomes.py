@@ -111,7 +111,7 @@ class JobOutcomes:
         try:
             while (value := self._progress.pop(process.id, None)) is not None:
                 try:
-                    await self.client._report_progress(process, value)
+                    await self.client.internals.report_progress(process, value)
                 except Exception as error:  # a lost report is only a report
                     logger.debug("progress of job %s not stored: %s", process.job_id, error)
                 if process.id in self._progress:
@@ -148,10 +148,12 @@ class JobOutcomes:
         elif outcome is Outcome.SHUTDOWN:
             hooks.on_retried(queue)  # deregistering returns it to the front
         elif outcome is Outcome.CANCELLED:
-            await acks.run(lambda: client._stop_job(process), False)  # gone already: forget it
+            await acks.run(
+                lambda: client.internals.stop_job(process), False
+            )  # gone already: forget it
             hooks.on_cancelled(queue)
         elif outcome is Outcome.RETURNED:
-            if await acks.run(lambda: client._stop_job(process), False):
+            if await acks.run(lambda: client.internals.stop_job(process), False):
                 hooks.on_retried(queue)
             else:
                 hooks.on_fenced(queue)
@@ -198,7 +200,7 @@ class JobOutcomes:
         text = error_text(error) if error is not None else "Error"
 
         async def report() -> tuple[bool, str]:
-            return await self.client._fail_job(
+            return await self.client.internals.fail_job(
                 process,
                 mode=mode,
                 delay=delay,

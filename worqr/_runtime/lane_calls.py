@@ -48,12 +48,12 @@ class LaneCalls:
             for process, _, kind, data in finishes:
                 assert isinstance(process, JobProcess)
                 jobs.append((process, kind, data))
-            accepted, taken, more = drive(core.take_jobs(queue, jobs, count))
+            accepted, taken, more = drive(core.job_work.take_jobs(queue, jobs, count))
             return accepted, list(taken), more
         if not finishes:
-            return [], drive(core.dequeue(queue, count)), False
+            return [], drive(core.processes.dequeue(queue, count)), False
         ended = [finish[0] for finish in finishes]
-        accepted, processes = drive(core.complete(queue, ended, count))
+        accepted, processes = drive(core.processes.complete(queue, ended, count))
         return accepted, processes, False
 
     def finish_alone(self, finishes: list[Finish]) -> None:

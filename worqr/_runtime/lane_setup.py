@@ -20,12 +20,12 @@ def lane_executor(client: AsyncWorqr, loop: asyncio.AbstractEventLoop) -> SyncEx
     """An executor of ``client``'s plans on a sync twin of its connection (None
     when a client passed in cannot be copied). Subscribing, which a take does
     when it rejoins a queue, is the loop's: the lane waits for it."""
-    twin = client._sync_twin()
+    twin = client.internals.sync_twin()
     if twin is None:
         return None
 
     def subscribe(request: Subscribe) -> None:
-        done = asyncio.run_coroutine_threadsafe(client._execute_once(request), loop)
+        done = asyncio.run_coroutine_threadsafe(client.internals.execute_once(request), loop)
         done.result(SUBSCRIBE_WAIT)
 
     return SyncExecutor(twin, client.settings, subscribe)
@@ -52,7 +52,7 @@ def make_lanes(
         return None
     dispatch.lanes = True
     return Lanes(
-        LaneCalls(client._core, executor, job_queues, dispatch, loop),
+        LaneCalls(client.internals.core, executor, job_queues, dispatch, loop),
         loop=loop,
         size=size,
         dispatch=dispatch,

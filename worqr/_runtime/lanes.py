@@ -321,7 +321,7 @@ class Lanes:
         self._hooks.on_dequeue(queue, took.asked, len(took.processes))
         self._wake_all(took.wake)
 
-    def _woken(self, queue: str) -> bool:
+    def woken(self, queue: str) -> bool:
         """Whether a wake-up of ``queue`` came while its take was in flight."""
         with self._lock:
             return queue in self._refused
@@ -368,4 +368,4 @@ class _Lane:
         self.finishes = finishes + self.finishes
 
     def again(self) -> bool:
-        return self._lanes._woken(self.queue)
+        return self._lanes.woken(self.queue)

@@ -31,6 +31,26 @@ CANCEL_WAIT = 1.0
 """Seconds cancelled handlers get to end before a shutdown gives their tasks back."""
 
 
+async def until_answered(
+    call: Callable[[], Awaitable[Any]], outage: OutageLog, stopping_now: Callable[[], bool]
+) -> Any:
+    """Run ``call`` until Redis answers (a worker never dies of an outage),
+    unless the worker is stopping now."""
+    while True:
+        try:
+            result = await call()
+        except WrongQueueKindError:
+            raise  # a mistake in the handlers, not an outage: retrying cannot help
+        except Exception as error:
+            if stopping_now():
+                raise
+            outage.failed(error)
+            await asyncio.sleep(outage.backoff())
+        else:
+            outage.ok()
+            return result
+
+
 class Lifecycle(ABC):
     """The run of a worker; a subclass supplies what it runs (the abstract
     methods), and ``settings`` (its grace period)."""
@@ -209,7 +229,7 @@ class Lifecycle(ABC):
         assert self._stop_requested is not None
         outage = OutageLog("worker start")
         for step in self._join_steps(client):
-            attempt = asyncio.ensure_future(self._retrying(step, outage))
+            attempt = asyncio.ensure_future(until_answered(step, outage, self._stopping_now))
             stop = asyncio.ensure_future(self._stop_requested.wait())
             try:
                 await asyncio.wait({attempt, stop}, return_when=asyncio.FIRST_COMPLETED)
@@ -223,22 +243,8 @@ class Lifecycle(ABC):
             attempt.result()
         return True
 
-    async def _retrying(self, call: Callable[[], Awaitable[Any]], outage: OutageLog) -> Any:
-        """Run ``call`` until Redis answers (a worker never dies of an outage),
-        unless the worker is stopping now."""
-        while True:
-            try:
-                result = await call()
-            except WrongQueueKindError:
-                raise  # a mistake in the handlers, not an outage: retrying cannot help
-            except Exception as error:
-                if self._stop_now is not None and self._stop_now.is_set():
-                    raise
-                outage.failed(error)
-                await asyncio.sleep(outage.backoff())
-            else:
-                outage.ok()
-                return result
+    def _stopping_now(self) -> bool:
+        return self._stop_now is not None and self._stop_now.is_set()
 
     async def _wind_down(self, loops: list[asyncio.Task[None]]) -> None:
         """Stop taking work, then drain; the watcher keeps stopping cancelled

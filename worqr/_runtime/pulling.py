@@ -115,7 +115,9 @@ class Puller:
         stopped early with jobs maybe left."""
         client = self.client
         if queue in self.job_queues:
-            accepted, jobs, more = await client._take_jobs(queue, job_finishes(carried), count)
+            accepted, jobs, more = await client.internals.take_jobs(
+                queue, job_finishes(carried), count
+            )
             return accepted, list(jobs), more
         if count and queue in self.persistent and queue not in self.configured:
             await client.configure_queue(queue, max_recoveries=-1)  # owner deaths never poison

@@ -30,7 +30,7 @@ from .dispatch import Dispatcher
 from .job_outcomes import JobOutcomes
 from .lane_setup import make_lanes
 from .lanes import Lanes
-from .lifecycle import Lifecycle
+from .lifecycle import Lifecycle, until_answered
 from .pace import HandlerPace
 from .pulling import Puller
 from .registry import HandlerRegistry
@@ -185,7 +185,8 @@ class Worker(HandlerRegistry, Lifecycle):
             service_name=self._service_name,
         )
         job_queues = frozenset(queue for queue, spec in self._specs.items() if spec.jobs)
-        acks = Acknowledger(client, self._hooks, self._track, self._retrying, job_queues)
+        retrying = partial(until_answered, stopping_now=self._stopping_now)
+        acks = Acknowledger(client, self._hooks, self._track, retrying, job_queues)
         jobs = JobOutcomes(
             client, settings=settings.client.jobs, acks=acks, hooks=self._hooks, track=self._track
         )
@@ -235,7 +236,7 @@ class Worker(HandlerRegistry, Lifecycle):
         steps: list[Callable[[], Awaitable[Any]]] = [client.start_worker]
         for queue, spec in self._specs.items():
             if spec.jobs:  # refused, naming the queue, when it holds tasks
-                steps.append(partial(client._mark_job_queue, queue))
+                steps.append(partial(client.internals.mark_job_queue, queue))
             steps.append(partial(client.on, queue, self._listener(queue)))
             steps.append(partial(client.start_work, queue))
         for (queue, name), declared in self._crons.items():  # upserts: equal ones are no-ops
@@ -302,7 +303,7 @@ class Worker(HandlerRegistry, Lifecycle):
 
     async def _promote(self, client: AsyncWorqr, queue: str) -> None:
         try:
-            await client._promote_jobs(queue)
+            await client.internals.promote_due(queue)
         except Exception as error:  # the next poll or hint tries again
             logger.debug("promoting due jobs of %r failed: %s", queue, error)
 

@@ -59,7 +59,7 @@ async def queue_kind(client: AsyncWorqr, name: str) -> str:
     read). The public job reads refuse a task queue only while it holds tasks
     or processes, so one whose tasks all went to its dead letters would pass
     for an empty job queue and hide them."""
-    return await client._queue_kind(name)
+    return await client.internals.queue_kind(name)
 
 
 async def queue_row(client: AsyncWorqr, name: str) -> QueueRow:
