@@ -55,7 +55,7 @@ class Schedules(JobProducing):
             fires = cron_fires(spec.cron, spec.tz, now, now)
         publish = self.publish or (yield from self.publish_command())
         try:
-            _, next_ms = yield job_scripts.job_sched_set(
+            _, next_ms, paused = yield job_scripts.job_sched_set(
                 keys,
                 spec.name,
                 spec.wire(),
@@ -79,6 +79,7 @@ class Schedules(JobProducing):
             tz=spec.tz,
             next_run=None if nxt < 0 else nxt / 1000,
             overlap=spec.overlap,
+            paused=bool(int(paused)),
         )
 
     def unschedule(self, queue: str, name: str) -> Plan[bool]:
