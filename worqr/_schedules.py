@@ -34,8 +34,9 @@ _SCHEDULE_OPTIONS = frozenset({"priority", "retries", "backoff", "timeout", "res
 class ScheduleInfo:
     """A schedule of a queue. ``cron`` (with ``tz``) or ``every`` (seconds);
     ``next_run``: when it next fires, in Redis server seconds (None while a cron
-    schedule waits for fire times, which workers compute); ``overlap``: False
-    skips a fire while the previous fire's job is live."""
+    schedule waits for fire times, which workers compute, and while it is
+    paused); ``overlap``: False skips a fire while the previous fire's job is
+    live; ``paused``: `Worqr.pause_schedule` holds it."""
 
     queue: str
     name: str
@@ -46,6 +47,7 @@ class ScheduleInfo:
     overlap: bool = True
     last_run: float | None = None
     last_job: str | None = None
+    paused: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +216,8 @@ def _ms(moment: datetime) -> int:
 def schedule_info(queue: str, name: str, spec: dict[str, Any]) -> ScheduleInfo:
     """A schedule as `get_schedules` reads its stored spec."""
     every = spec.get("e")
-    nxt = spec.get("n")
+    paused = bool(spec.get("p"))
+    nxt = None if paused else spec.get("n")
     last = spec.get("L")
     return ScheduleInfo(
         queue=queue,
@@ -226,4 +229,5 @@ def schedule_info(queue: str, name: str, spec: dict[str, Any]) -> ScheduleInfo:
         overlap=spec.get("o", 1) != 0,
         last_run=None if last is None else int(last) / 1000,
         last_job=spec.get("i"),
+        paused=paused,
     )

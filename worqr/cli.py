@@ -48,6 +48,8 @@ COMMANDS: Final[Mapping[str, str]] = {
     "unschedule": "worqr._cli.schedules:unschedule",
     "schedules": "worqr._cli.schedules:schedules",
     "limit": "worqr._cli.limits:limit",
+    "pause": "worqr._cli.pausing:pause",
+    "resume": "worqr._cli.pausing:resume",
     "flow": "worqr._cli.flows:flow",
     "status": "worqr._cli.status:status",
     "top": "worqr._cli.top:top",

@@ -9,7 +9,14 @@ import pytest
 
 from tests.http.conftest import Api, ApiRunner
 
-NONE = {"rate": None, "max_active": None, "active": 0, "closed_until": None, "limited": False}
+NONE = {
+    "rate": None,
+    "max_active": None,
+    "active": 0,
+    "closed_until": None,
+    "limited": False,
+    "paused": False,
+}
 
 
 def test_limits_are_set_kept_and_removed_field_by_field(api: ApiRunner) -> None:
@@ -86,5 +93,72 @@ def test_limits_on_a_task_queue_are_409(api: ApiRunner) -> None:
         assert answer.status_code == 409 and answer.json()["error"]["code"] == "wrong_queue_kind"
         assert (await api.http.get("/v1/queues/plain/limits")).status_code == 409
         assert await api.client.count_tasks("plain") == 1
+
+    api(scenario)
+
+
+def test_a_queue_is_paused_and_resumed_and_its_limits_say_so(api: ApiRunner) -> None:
+    async def scenario(api: Api) -> None:
+        paused = await api.http.post("/v1/queues/jobs/pause")  # no body: the queue
+        assert (paused.status_code, paused.json()) == (200, {"paused": True}), paused.text
+        assert await api.client.is_paused("jobs")
+        assert (await api.http.get("/v1/queues/jobs/limits")).json() == {**NONE, "paused": True}
+        resumed = await api.http.post("/v1/queues/jobs/resume", json={})
+        assert (resumed.status_code, resumed.json()) == (200, {"paused": False})
+        assert not await api.client.is_paused("jobs")
+
+    api(scenario)
+
+
+def test_a_schedule_is_paused_and_resumed(api: ApiRunner) -> None:
+    async def scenario(api: Api) -> None:
+        await api.client.schedule("jobs", "nightly", every=3600)
+        body = {"schedule": "nightly"}
+        paused = await api.http.post("/v1/queues/jobs/pause", json=body)
+        assert paused.json() == {"paused": True, "schedule": "nightly"}, paused.text
+        [info] = await api.client.get_schedules("jobs")
+        assert info.paused and not await api.client.is_paused("jobs")
+        resumed = await api.http.post("/v1/queues/jobs/resume", json=body)
+        assert resumed.json() == {"paused": False, "schedule": "nightly"}
+        assert not (await api.client.get_schedules("jobs"))[0].paused
+        for verb in ("pause", "resume"):
+            missing = await api.http.post(f"/v1/queues/jobs/{verb}", json={"schedule": "nope"})
+            assert missing.status_code == 404, missing.text
+            assert missing.json()["error"]["code"] == "schedule_not_found"
+
+    api(scenario)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/queues/jobs/pause", {"schedule": ""}),
+        ("/v1/queues/jobs/pause", {"schedule": None}),
+        ("/v1/queues/jobs/pause", {"schedule": 5}),
+        ("/v1/queues/jobs/resume", {"schedule": "a\u0001b"}),
+        ("/v1/queues/jobs/pause", {"group": "g"}),
+        ("/v1/queues/jobs/pause", [1]),
+    ],
+)
+def test_a_bad_pause_is_400_and_changes_nothing(
+    api: ApiRunner, keys: Callable[[], list[bytes]], path: str, body: object
+) -> None:
+    async def scenario(api: Api) -> None:
+        await api.client.submit("jobs", "x")
+        before = keys()
+        answer = await api.http.post(path, json=body)
+        assert answer.status_code == 400, answer.text
+        assert not await api.client.is_paused("jobs")
+        assert keys() == before
+
+    api(scenario)
+
+
+def test_pausing_a_task_queue_is_409(api: ApiRunner) -> None:
+    async def scenario(api: Api) -> None:
+        await api.client.enqueue_many("plain", ["a"])
+        answer = await api.http.post("/v1/queues/plain/pause")
+        assert answer.status_code == 409 and answer.json()["error"]["code"] == "wrong_queue_kind"
+        assert not await api.client.is_paused("plain")
 
     api(scenario)

@@ -33,6 +33,12 @@ from .test_lifecycle import (
     test_retry_job_gives_a_new_life_and_respects_the_unique_marker,
     watched,
 )
+from .test_pause import (
+    test_a_paused_queue_accepts_finishes_and_promotes_but_starts_nothing,
+    test_a_paused_schedule_fires_nothing_then_once_for_the_times_it_missed,
+    test_resume_wakes_as_many_idle_workers_as_ready_jobs,
+    test_resume_wakes_no_more_idle_workers_than_the_limits_let_start,
+)
 from .test_submit import test_a_queue_holds_tasks_or_jobs_never_both
 
 pytestmark = pytest.mark.cluster
@@ -41,12 +47,16 @@ __all__ = [  # borrowed, collected here with this module's fixtures
     "redis_cluster",
     "redis_cluster_url",
     "test_a_finish_is_fenced_and_counted_once",
+    "test_a_paused_queue_accepts_finishes_and_promotes_but_starts_nothing",
+    "test_a_paused_schedule_fires_nothing_then_once_for_the_times_it_missed",
     "test_a_queue_holds_tasks_or_jobs_never_both",
     "test_cancel_reaches_every_live_state",
     "test_failures_retry_after_their_delay_then_fail",
     "test_get_jobs_pages_through_each_state",
     "test_queues_no_worker_serves_are_tidied_once_per_interval_for_the_mesh",
     "test_result_waits_for_the_end_without_polling",
+    "test_resume_wakes_as_many_idle_workers_as_ready_jobs",
+    "test_resume_wakes_no_more_idle_workers_than_the_limits_let_start",
     "test_retention_is_logical_exact_and_bounded",
     "test_retry_job_gives_a_new_life_and_respects_the_unique_marker",
 ]
@@ -141,6 +151,7 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
         assert producer.purge_failed(queue) == 1  # "f", failed again
         assert producer.count_jobs(queue)["active"] == 0
         exercise_schedules(producer, worker, queue)
+        exercise_pauses(producer, worker, queue)
         worker.fail_worker()  # job_requeue_owned
         producer.delete_queue(queue)
     # Flows, their hops across the masters: submit, relay, report, cancel.
@@ -190,6 +201,22 @@ def exercise_schedules(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -
 
     wait_until(fired, timeout=10, message="an every schedule fired on the cluster")
     assert producer.unschedule(queue, "c") and producer.unschedule(queue, "e")
+
+
+def exercise_pauses(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -> None:
+    """job_pause, job_resume, job_sched_pause and job_sched_resume on ``queue``'s
+    slot: paused, nothing starts; resumed, it does."""
+    producer.pause(queue)
+    ref = producer.submit(queue, "held")
+    assert producer.is_paused(queue) and worker.internals.take_jobs(queue, [], 10)[1] == []
+    producer.resume(queue)
+    _, taken, _ = worker.internals.take_jobs(queue, [], 10)
+    assert ref.id in [process.job_id for process in taken]
+    worker.internals.take_jobs(queue, [(process, "s", b"") for process in taken], 0)
+    producer.schedule(queue, "held", every=3600)
+    assert producer.pause_schedule(queue, "held") and producer.get_schedules(queue)[0].paused
+    assert producer.resume_schedule(queue, "held") and not producer.get_schedules(queue)[0].paused
+    assert producer.unschedule(queue, "held")
 
 
 def _read_spec(client: worqr.Worqr, queue: str, name: str) -> Any:

@@ -284,3 +284,18 @@ def test_the_rate_limited_gauge_is_one_while_limits_hold_back_ready_jobs(
         assert value(registry, "worqr_queue_rate_limited", queue="free") == 0
         worker.internals.take_jobs("capped", [(taken[0], "n", b"")], 0)  # the active job ends
         assert value(scrape(collector), "worqr_queue_rate_limited", queue="capped") == 0
+
+
+def test_the_paused_gauge_is_one_while_a_job_queue_is_paused(
+    redis_url: str, prefix: str, collector: MeshCollector
+) -> None:
+    with Worqr(redis_url, settings=quiet(prefix)) as producer:
+        producer.submit("held", "x")
+        producer.submit("free", "x")
+        producer.pause("held")
+        registry = scrape(collector)
+        assert value(registry, "worqr_queue_paused", queue="held") == 1
+        assert value(registry, "worqr_queue_paused", queue="free") == 0
+        assert value(registry, "worqr_queue_rate_limited", queue="held") == 0  # not a limit
+        producer.resume("held")
+        assert value(scrape(collector), "worqr_queue_paused", queue="held") == 0

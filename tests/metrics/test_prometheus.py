@@ -569,14 +569,20 @@ def run_the_events(
 
     # A burst on the rate-limited queue: ready jobs held back, the backlog grows.
     limited = {"queue": LIMITED}
-    quiet(("Rate limited queues", "A"))
+    quiet(("Rate limited and paused queues", "A"))
     quiet(("Backlog by queue", "A"), limited)
     client.submit_many(LIMITED, [f"burst{i}:0" for i in range(20)])
     burst = "a burst of 20 jobs on a queue limited to 2 starts a second"
-    rises(("Rate limited queues", "A"), burst, limited)
+    rises(("Rate limited and paused queues", "A"), burst, limited)
     rises(("Backlog", "A"), burst)
     rises(("Backlog by queue", "A"), burst, limited)
     rises((states, "A"), f"{burst} (and traffic)", {"state": "queued"})
+
+    # An operator pauses a queue (epsilon: no member, so nothing else changes).
+    orphan = {"queue": ORPHAN}
+    quiet(("Rate limited and paused queues", "B"), orphan)
+    client.pause(ORPHAN)
+    rises(("Rate limited and paused queues", "B"), "a queue paused (worqr pause)", orphan)
 
     # Cancel a running task and a running job: their handlers see it and return.
     # (Not checked quiet before: the producer's cancels may catch a task running.)

@@ -159,11 +159,14 @@ def test_a_mutation_without_the_token_is_refused_and_changes_nothing(
             ("/ui/api/cancel", job),
             ("/ui/api/redrive", {"queue": TASKS}),
             ("/ui/api/purge", {"queue": EMAILS}),
+            ("/ui/api/pause", {"queue": EMAILS}),
+            ("/ui/api/resume", {"queue": EMAILS}),
         ]:
             codes.append((await http.post(path, json=body, headers=headers)).status_code)
         return codes
 
-    assert run_view(redis_url, prefix, scenario) == [401, 401, 401, 401]
+    assert run_view(redis_url, prefix, scenario) == [401] * 6
+    assert not mesh.client.is_paused(EMAILS)
     info = mesh.client.get_job(IMPORTS, mesh.failed_import)
     assert info is not None and info.state == "failed"
     assert mesh.client.count_failed(TASKS) == BAD_TASKS
@@ -186,6 +189,27 @@ def test_retry_redrive_and_purge_with_the_token(redis_url: str, prefix: str, mes
     info = mesh.client.get_job(IMPORTS, mesh.failed_import)
     assert info is not None and info.state == "queued"  # no worker serves IMPORTS now
     assert mesh.client.count_jobs(EMAILS)["failed"] == 0
+
+
+def test_pause_and_resume_a_job_queue_with_the_token(
+    redis_url: str, prefix: str, mesh: Mesh
+) -> None:
+    async def scenario(http: httpx.AsyncClient) -> list[Any]:
+        paused = await http.post("/ui/api/pause", json={"queue": EMAILS}, headers=AUTH)
+        shown = (await read(http, "queue", name=EMAILS)).json()["limits"]["paused"]
+        tasks = await http.post("/ui/api/pause", json={"queue": TASKS}, headers=AUTH)
+        unknown = await http.post("/ui/api/pause", json={"queue": "nowhere"}, headers=AUTH)
+        resumed = await http.post("/ui/api/resume", json={"queue": EMAILS}, headers=AUTH)
+        return [paused.json(), shown, tasks.status_code, unknown.status_code, resumed.json()]
+
+    assert run_view(redis_url, prefix, scenario) == [
+        {"paused": True},
+        True,
+        409,  # a task queue has no pause
+        404,  # nor does a queue the mesh does not know (nothing is made)
+        {"paused": False},
+    ]
+    assert not mesh.client.is_paused(EMAILS) and "nowhere" not in mesh.client.get_queues()
 
 
 def test_bad_mutations_are_refused_before_anything_changes(
@@ -266,7 +290,7 @@ def test_a_job_queue_reads_with_its_limits_and_a_task_queue_without(
 
     limits, none = run_view(redis_url, prefix, scenario)
     assert limits["rate"] == {"starts": 5, "seconds": 2.0} and limits["max_active"] == 4
-    assert set(limits) == {"rate", "max_active", "active", "closed_until", "limited"}
+    assert set(limits) == {"rate", "max_active", "active", "closed_until", "limited", "paused"}
     assert none is None
 
 

@@ -314,3 +314,26 @@ def test_a_queue_shows_its_limits_and_when_they_hold_it_back(
     assert "bad" in (line.get_attribute("class") or "")
     wq.configure_queue("limited", rate=None, max_active=None)
     wait_for(browser, "the limits gone", lambda: not line.is_displayed())
+
+
+def test_a_queue_is_paused_and_resumed_by_its_button(
+    browser: WebDriver, served: WebServer, wq: worqr.Worqr
+) -> None:
+    wq.submit("held", "a")
+    browser.get(served.url.rstrip("/") + "/ui/queue?name=held")
+    give_token(browser, TOKEN)
+    button = browser.find_element(By.ID, "pause")
+    line = browser.find_element(By.ID, "limits")
+    wait_for(browser, "the pause button", lambda: button.is_displayed() and button.text == "pause")
+    assert not line.is_displayed()
+    button.click()
+    wait_for(browser, "the pause", lambda: line.is_displayed() and button.text == "resume")
+    assert line.text == "Paused: no job starts until it is resumed"
+    assert wq.is_paused("held") and "bad" in (line.get_attribute("class") or "")
+    wq.configure_queue("held", max_active=2)
+    wait_for(browser, "the limits beside it", lambda: "at most 2 active" in line.text)
+    assert line.text.startswith("Paused: no job starts until it is resumed. Limits: ")
+    button.click()
+    wait_for(browser, "the resume", lambda: button.text == "pause")
+    assert not wq.is_paused("held")
+    assert line.text == "Limits: at most 2 active (0 now)"

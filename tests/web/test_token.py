@@ -44,6 +44,8 @@ MUTATIONS: list[tuple[str, dict[str, str]]] = [
     ("/ui/api/cancel", {"queue": JOBS, "id": "no-such-order"}),
     ("/ui/api/redrive", {"queue": TASKS}),
     ("/ui/api/purge", {"queue": TASKS}),
+    ("/ui/api/pause", {"queue": JOBS}),
+    ("/ui/api/resume", {"queue": JOBS}),  # after the pause: as it was
 ]
 PAGES = [
     "/",
@@ -149,8 +151,16 @@ def test_every_mutation_needs_the_token(
         return answers
 
     answers = run_app(redis_url, prefix, kind, TOKEN, scenario)
-    assert answers == [{"done": False}, {"done": False}, {"redriven": 0}, {"purged": 0}]
+    assert answers == [
+        {"done": False},
+        {"done": False},
+        {"redriven": 0},
+        {"purged": 0},
+        {"paused": True},
+        {"paused": False},
+    ]
     assert queues.count_jobs(JOBS)["queued"] == 1 and queues.count_tasks(TASKS) == 1
+    assert not queues.is_paused(JOBS)
 
 
 @pytest.mark.parametrize("token", [TOKEN, None], ids=["token", "no-token"])
@@ -195,8 +205,8 @@ def test_without_a_token_the_standalone_view_refuses_every_mutation(
         return answers
 
     answers = run_app(redis_url, prefix, "standalone", None, scenario)
-    assert answers == [(401, "this view is read-only: it runs without a token")] * 8
-    assert queues.count_tasks(TASKS) == 1
+    assert answers == [(401, "this view is read-only: it runs without a token")] * 12
+    assert queues.count_tasks(TASKS) == 1 and not queues.is_paused(JOBS)
 
 
 def test_without_a_token_worqr_http_keeps_its_loopback_rules(

@@ -19,7 +19,9 @@ def describe(limits: QueueLimits, now: float) -> str:
     if limits.max_active is not None:
         parts.append(f"max active {limits.max_active} ({limits.active} active)")
     if not parts:
-        return "no limits"
+        return "paused" if limits.paused else "no limits"
+    if limits.paused:
+        parts.insert(0, "paused")
     if limits.closed_until is not None:
         parts.append(f"limited: opens in {max(0.0, limits.closed_until - now):.2f}s")
     elif limits.limited:

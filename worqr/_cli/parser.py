@@ -29,6 +29,7 @@ from .base import (
 from .http_parser import add_http_command
 from .job_parser import add_job_commands
 from .limit_parser import add_limit_command
+from .pause_parser import add_pause_commands
 from .schedule_parser import add_schedule_commands
 
 
@@ -292,6 +293,7 @@ def build(version: str) -> Parser:
     add_job_commands(commands)
     add_schedule_commands(commands)
     add_limit_command(commands)
+    add_pause_commands(commands)
     _add_views(commands)
     _add_tools(commands)
     add_http_command(commands)

@@ -66,6 +66,8 @@ def schedules(args: argparse.Namespace) -> int:
 
 
 def _when(info: ScheduleInfo, now: float) -> str:
+    if info.paused:
+        return "paused"
     if info.next_run is None:
         return "unknown (waiting for fire times: is a worker of the queue running?)"
     at = datetime.fromtimestamp(info.next_run, UTC).isoformat(timespec="seconds")

@@ -29,6 +29,7 @@ class QueueRow:
     jobs: dict[str, int] | None = None
     limits: str | None = None  # a job queue's rate and cap (`worqr limit`), if any
     limited: bool = False  # whether they keep a job from starting now
+    paused: bool = False  # `worqr pause`: no job starts until `worqr resume`
 
 
 @dataclass
@@ -55,7 +56,7 @@ def queue_row(client: Worqr, name: str, now: float) -> QueueRow:
     if client.internals.queue_kind(name) == "jobs":
         counts = client.internals.job_counts(name)
         limits = client.get_limits(name)
-        has_limits = limits.rate is not None or limits.max_active is not None
+        has_limits = limits.rate is not None or limits.max_active is not None or limits.paused
         return QueueRow(
             name,
             counts["queued"],
@@ -66,6 +67,7 @@ def queue_row(client: Worqr, name: str, now: float) -> QueueRow:
             counts,
             describe(limits, now) if has_limits else None,
             limits.limited,
+            limits.paused,
         )
     return QueueRow(
         name,

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .base import EXIT_FAILURE, EXIT_OK, CliError, admin_client
-from .status import JOB_COLUMNS, Snapshot, take_snapshot
+from .status import JOB_COLUMNS, QueueRow, Snapshot, take_snapshot
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -96,9 +96,16 @@ def job_view(snapshot: Snapshot, rates: dict[str, dict[str, float]]) -> Table:
             *counts,
             f"{rate['submitted']:.1f}" if rate else "-",
             f"{rate['finished']:.1f}" if rate else "-",
-            (f"[yellow]{q.limits}[/yellow]" if q.limited else q.limits) if q.limits else "-",
+            _limits(q),
         )
     return jobs
+
+
+def _limits(q: QueueRow) -> str:
+    """The limits cell: yellow while they (or a pause) hold the queue back."""
+    if not q.limits:
+        return "-"
+    return f"[yellow]{q.limits}[/yellow]" if q.limited or q.paused else q.limits
 
 
 def top(args: argparse.Namespace) -> int:

@@ -195,6 +195,18 @@ class AsyncJobApi(Shell):
         server seconds)."""
         return await self._drive(self._core.schedules.get_schedules(queue))
 
+    async def pause_schedule(self, queue: str, name: str) -> bool:
+        """Pause the schedule ``name`` of ``queue``: it fires nothing until
+        `resume_schedule`, and declaring it again (as every worker does at start)
+        keeps it paused. False when there is no such schedule."""
+        return await self._drive(self._core.pausing.pause_schedule(queue, name))
+
+    async def resume_schedule(self, queue: str, name: str) -> bool:
+        """Let a paused schedule fire again: the fire times it missed while
+        paused give one job at most, then it goes on from there. False when
+        there is no such schedule."""
+        return await self._drive(self._core.pausing.resume_schedule(queue, name))
+
     # -- flows -------------------------------------------------------------------
 
     async def submit_chain(self, steps: Sequence[Step]) -> FlowRef:

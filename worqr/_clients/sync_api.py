@@ -78,6 +78,25 @@ class SyncApi(SyncJobApi):
         (or a handler's `RateLimited`) keeps it closed now."""
         return self._drive(self._core.limits.get_limits(queue))
 
+    def pause(self, queue: str) -> None:
+        """Pause a job queue durably, on every worker and host: once this returns
+        no job of ``queue`` starts until `resume` (the take script refuses), and
+        restarting every worker does not undo it. Active jobs run on and finish;
+        delayed jobs still become due and schedules still fire, and their jobs
+        wait. A new queue becomes a job queue (it may be paused before it has
+        jobs); one holding tasks raises `WrongQueueKindError`."""
+        self._drive(self._core.pausing.pause(queue))
+
+    def resume(self, queue: str) -> None:
+        """Undo `pause`: jobs of ``queue`` start again, and as many idle workers
+        are woken as it has ready jobs (no more than its limits let start). A
+        queue that is not paused is left as it is."""
+        self._drive(self._core.pausing.resume(queue))
+
+    def is_paused(self, queue: str) -> bool:
+        """Whether `pause` holds ``queue`` (False for a task queue or an unknown one)."""
+        return self._drive(self._core.pausing.is_paused(queue))
+
     # -- reading ---------------------------------------------------------------
 
     def get_queues(self) -> list[str]:

@@ -18,6 +18,7 @@ from .limits import Limits
 from .liveness import Liveness
 from .membership import Membership
 from .notify import Notifications
+from .pausing import Pausing
 from .processes import Processes
 from .produce import Producing
 from .reads import Reads
@@ -54,6 +55,7 @@ class Core:
         self.schedules = Schedules(state, kinds, producing, submission)
         self.limits = Limits(state, kinds)
         self.deletion = QueueDeletion(state, kinds, relay)
+        self.pausing = Pausing(state, kinds)
 
 
 __all__ = ["Callback", "Core"]

@@ -293,3 +293,30 @@ def job_sched_refill(
 
 def job_sched_remove(keys: QueueKeys, name: str) -> Call:
     return Call("job_sched_remove", keys.sched_keys, (name,))
+
+
+# -- pausing (lib/limit's 'paused', lib/schedule's p) --------------------------
+
+
+def job_pause(keys: QueueKeys) -> Call:
+    # Resend-safe: it sets a flag.
+    return Call("job_pause", (keys.tasks, keys.processes, keys.config), ())
+
+
+def job_resume(keys: QueueKeys, *, publish: str) -> Call:
+    # Resend-safe: a second call finds nothing paused and does nothing.
+    return Call(
+        "job_resume", (keys.config, keys.idle, keys.job_counts), (keys.wake_prefix, publish)
+    )
+
+
+def job_sched_pause(keys: QueueKeys, name: str) -> Call:
+    return Call("job_sched_pause", keys.sched_keys, (name,))
+
+
+def job_sched_resume(keys: QueueKeys, name: str, *, publish: str, policy: str) -> Call:
+    return Call(
+        "job_sched_resume",
+        (*keys.job_keys, keys.members, keys.idle, *keys.sched_keys),
+        (keys.wake_prefix, publish, policy, name),
+    )

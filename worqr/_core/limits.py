@@ -37,13 +37,15 @@ class QueueLimits:
     ``rate``: at most ``n`` starts in any ``seconds`` (``(n, seconds)``), spaced
     ``seconds / n`` apart; ``max_active``: at most that many active jobs;
     ``active``: its active jobs now; ``closed_until``: epoch seconds until which
-    the rate's spacing or a handler's `RateLimited` lets no job start (None: open).
+    the rate's spacing or a handler's `RateLimited` lets no job start (None: open);
+    ``paused``: `Worqr.pause` holds every job back until `Worqr.resume`.
     """
 
     rate: tuple[int, float] | None
     max_active: int | None
     active: int
     closed_until: float | None
+    paused: bool = False
 
     @property
     def limited(self) -> bool:
@@ -60,6 +62,7 @@ class QueueLimits:
             "active": self.active,
             "closed_until": self.closed_until,
             "limited": self.limited,
+            "paused": self.paused,
         }
 
 
@@ -83,9 +86,9 @@ def _max_active_field(max_active: int | None) -> str:
     return str(count("max_active", max_active, low=1))
 
 
-LIMIT_FIELDS = ("rate", "per", "max_active", "tat", "shut")
+LIMIT_FIELDS = ("rate", "per", "max_active", "tat", "shut", "paused")
 """The config fields lib/limit.lua keeps (rate and per ms, the cap, the next
-free slot in µs, shut-until ms), in the order `parse_limits` takes them."""
+free slot in µs, shut-until ms, the pause), in the order `parse_limits` takes them."""
 
 
 def _number(raw: object) -> float | None:
@@ -95,7 +98,7 @@ def _number(raw: object) -> float | None:
 def parse_limits(fields: list[Any], active: Any, now_micros: int) -> QueueLimits:
     """A `QueueLimits` from the `LIMIT_FIELDS` of a config hash, the queue's
     active count and Redis's time (for `get_limits` and the exporter)."""
-    rate, per, cap, tat, shut = (_number(field) for field in fields)
+    rate, per, cap, tat, shut, paused = (_number(field) for field in fields)
     slot = tat if tat is not None and rate is not None else 0.0  # the next free slot, µs
     closed = max(slot, (shut or 0.0) * 1000)
     return QueueLimits(
@@ -103,6 +106,7 @@ def parse_limits(fields: list[Any], active: Any, now_micros: int) -> QueueLimits
         max_active=None if cap is None else int(cap),
         active=int(active or 0),
         closed_until=closed / 1_000_000 if closed > now_micros else None,
+        paused=paused is not None,
     )
 
 

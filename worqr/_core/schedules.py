@@ -69,7 +69,7 @@ class Schedules:
             fires = cron_fires(spec.cron, spec.tz, now, now)
         publish = yield from self.state.publishing()
         try:
-            _, next_ms = yield job_scripts.job_sched_set(
+            _, next_ms, paused = yield job_scripts.job_sched_set(
                 keys,
                 spec.name,
                 spec.wire(),
@@ -93,6 +93,7 @@ class Schedules:
             tz=spec.tz,
             next_run=None if nxt < 0 else nxt / 1000,
             overlap=spec.overlap,
+            paused=bool(int(paused)),
         )
 
     def unschedule(self, queue: str, name: str) -> Plan[bool]:

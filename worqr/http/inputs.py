@@ -84,12 +84,15 @@ def query_of(request: Request, model: type[M]) -> M:
         raise bad_request("invalid_parameter", describe(error)) from None
 
 
-async def body_of(request: Request, model: type[M]) -> M:
-    """The body, a JSON object, as ``model`` (the guard has bounded its size).
-    Its parser refuses what is not I-JSON (RFC 7493): NaN and Infinity, and a
-    lone surrogate (``"\\ud800"``), which no UTF-8 text, and so no Redis string
-    worqr writes, can hold."""
+async def body_of(request: Request, model: type[M], *, required: bool = True) -> M:
+    """The body, a JSON object, as ``model`` (the guard has bounded its size);
+    when not ``required``, an empty body reads as ``{}``. Its parser refuses
+    what is not I-JSON (RFC 7493): NaN and Infinity, and a lone surrogate
+    (``"\\ud800"``), which no UTF-8 text, and so no Redis string worqr writes,
+    can hold."""
     body = await request.body()
+    if not required and not body.strip():
+        body = b"{}"
     try:
         value = from_json(body, allow_inf_nan=False)
     except ValueError as error:

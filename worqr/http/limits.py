@@ -1,6 +1,8 @@
 """A job queue's traffic limits over HTTP: read them (with whether they hold
 the queue back now), and change them as `configure_queue` does: a field not
-given stays as it is, null removes it, and a bad value changes nothing."""
+given stays as it is, null removes it, and a bad value changes nothing. And
+its durable pause, or a schedule's (`pause`, `resume`, `pause_schedule`,
+`resume_schedule`)."""
 
 from __future__ import annotations
 
@@ -12,10 +14,10 @@ from starlette.responses import Response
 from .._core.limits import UNSET
 from .._errors import WrongQueueKindError
 from .config import client_of
-from .errors import bad_request
-from .models import LimitsBody
+from .errors import ApiError, bad_request
+from .models import LimitsBody, PauseBody
 from .operations import Answer, Operation, reply
-from .replies import LimitsReply
+from .replies import LimitsReply, PausedReply
 from .views import limits_reply
 
 
@@ -41,6 +43,29 @@ async def set_limits(request: Request, queue: str, body: LimitsBody) -> Response
     return reply(limits_reply(await client.get_limits(queue)))
 
 
+async def pause(request: Request, queue: str, body: PauseBody) -> Response:
+    """Pause the queue (a new queue becomes a job queue), or its schedule."""
+    return await _pausing(request, queue, body, paused=True)
+
+
+async def resume(request: Request, queue: str, body: PauseBody) -> Response:
+    """Resume the queue (idle workers are woken for its ready jobs), or its schedule."""
+    return await _pausing(request, queue, body, paused=False)
+
+
+async def _pausing(request: Request, queue: str, body: PauseBody, *, paused: bool) -> Response:
+    client = client_of(request)
+    if body.schedule is None:
+        await (client.pause if paused else client.resume)(queue)
+        return reply(PausedReply(paused=paused))
+    change = client.pause_schedule if paused else client.resume_schedule
+    if not await change(queue, body.schedule):
+        raise ApiError(
+            404, "schedule_not_found", f"queue {queue!r} has no schedule {body.schedule!r}"
+        )
+    return reply(PausedReply(paused=paused, schedule=body.schedule))
+
+
 LIMITS = "/v1/queues/{queue}/limits"
 
 OPERATIONS = [
@@ -62,5 +87,29 @@ OPERATIONS = [
         {200: Answer(LimitsReply, "the limits now")},
         errors=(409,),
         body=LimitsBody,
+    ),
+    Operation(
+        "POST",
+        "/v1/queues/{queue}/pause",
+        "pauseQueue",
+        "pause a job queue on every worker until resumed (active jobs finish), or with "
+        "a schedule's name, that schedule (it fires nothing until resumed)",
+        pause,
+        {200: Answer(PausedReply, "paused")},
+        errors=(404, 409),
+        body=PauseBody,
+        body_required=False,
+    ),
+    Operation(
+        "POST",
+        "/v1/queues/{queue}/resume",
+        "resumeQueue",
+        "resume a paused job queue (idle workers are woken for its ready jobs), or with "
+        "a schedule's name, that schedule (the fires it missed give one job)",
+        resume,
+        {200: Answer(PausedReply, "resumed")},
+        errors=(404,),
+        body=PauseBody,
+        body_required=False,
     ),
 ]

@@ -28,6 +28,7 @@ from .._core.jobs_submit import MAX_PRIORITY
 from .._core.limits import MAX_RATE_SECONDS, MIN_RATE_SECONDS
 from .._jobs import MAX_BACKOFF_FACTOR, MAX_ID_CHARS, STATES, Backoff
 from .._keys import MAX_NAME_CHARS
+from .._schedules import MAX_SCHEDULE_NAME
 from .config import MAX_WAIT_SECONDS
 
 # -- the rules of names and values, as JSON Schema keywords ---------------------
@@ -42,6 +43,9 @@ and so fuzzers', cannot compile)."""
 JOB_ID_PATTERN = r"^[^\u0000-\u001f\u007f]+$"
 """`validate_job_id`: no ASCII control character (and no lone surrogate, as
 for names)."""
+
+SCHEDULE_NAME_PATTERN = JOB_ID_PATTERN
+"""`validate_schedule_name`: no ASCII control character, as for job ids."""
 
 BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 """Standard base64 with its padding, as ``base64.b64decode(validate=True)`` takes it."""
@@ -280,6 +284,28 @@ class LimitsBody(BaseModel):
 
     rate: Rate | None = None
     max_active: Annotated[int, Field(ge=1, le=MAX_COUNT), WHOLE] | None = None
+
+
+class PauseBody(NoNulls):
+    """What to pause or resume: the queue (no body, or no field), or one of its
+    schedules."""
+
+    model_config = ConfigDict(
+        **_STRICT, json_schema_extra={"examples": [{}, {"schedule": "nightly"}]}
+    )
+
+    schedule: (
+        Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_SCHEDULE_NAME,
+                pattern=SCHEDULE_NAME_PATTERN,
+                description="a schedule of the queue",
+            ),
+        ]
+        | SkipJsonSchema[None]
+    ) = None
 
 
 # -- query strings ------------------------------------------------------------

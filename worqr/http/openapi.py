@@ -30,7 +30,7 @@ ERROR_CODES = {
     "invalid_job_id, invalid_parameter",
     401: "unauthorized: the bearer token is missing or wrong",
     403: "untrusted_host, or cross_origin: a mutation from another site's page",
-    404: "job_not_found; not_found: no such path (an empty name)",
+    404: "job_not_found, schedule_not_found; not_found: no such path (an empty name)",
     409: "wrong_queue_kind (a task operation on a job queue or the reverse), "
     "not_cancellable, not_retryable",
     413: "body_too_large",
@@ -160,7 +160,7 @@ def _operation(operation: Operation, refs: dict[Any, Schema], token: bool) -> Sc
     }
     if operation.body is not None:
         body = refs[(operation.body, "validation")]
-        out["requestBody"] = {"required": True, "content": _content(body)}
+        out["requestBody"] = {"required": operation.body_required, "content": _content(body)}
     return out
 
 

@@ -50,6 +50,7 @@ class Operation:
     errors: tuple[int, ...] = ()
     body: type[BaseModel] | None = None
     query: type[BaseModel] | None = None
+    body_required: bool = True  # False: an empty body reads as {}
 
     @property
     def path_names(self) -> tuple[str, ...]:
@@ -67,7 +68,7 @@ class Operation:
         if self.query is not None:
             inputs["query"] = query_of(request, self.query)
         if self.body is not None:
-            inputs["body"] = await body_of(request, self.body)
+            inputs["body"] = await body_of(request, self.body, required=self.body_required)
         return await self.endpoint(request, **inputs)
 
 

@@ -153,3 +153,9 @@ class LimitsReply(Reply):
     active: int
     closed_until: Time
     limited: bool = Field(description="the limits keep a job from starting now")
+    paused: bool = Field(description="paused: no job starts until it is resumed")
+
+
+class PausedReply(Reply):
+    paused: bool = Field(description="the queue, or its schedule, is paused now")
+    schedule: str | None = None  # the schedule, when the request named one

@@ -111,4 +111,5 @@ def limits_reply(limits: QueueLimits) -> LimitsReply:
         active=limits.active,
         closed_until=limits.closed_until,
         limited=limits.limited,
+        paused=limits.paused,
     )

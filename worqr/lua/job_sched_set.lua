@@ -2,7 +2,8 @@
 --   queue). An equal spec (same version) is kept as it is: its anchor, buffer
 --   and last fire stay, and only fire times it lacks are added. A changed spec
 --   replaces it from now (a new anchor, the given buffer), keeping the last fire
---   consumed so no fire time runs twice.
+--   consumed so no fire time runs twice. Either way a paused schedule stays
+--   paused (every worker upserts its schedules at start).
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16..20] create_keys the queue's keys for creating jobs (lib/create)
 -- KEYS[21..23] sched_keys the queue's schedule keys (lib/schedule)
@@ -14,8 +15,9 @@
 --                           j the jobs' options
 -- ARGV[6] payload           the payload of the jobs it creates
 -- ARGV[7..n] fires          a cron's next fire times, ms ascending (none for every)
--- Reply: {status, next}: status 1 created, 2 replaced, 0 unchanged (an equal
---   spec); next the next fire ms, or -1 when none is known.
+-- Reply: {status, next, paused}: status 1 created, 2 replaced, 0 unchanged (an
+--   equal spec); next the next fire ms, or -1 when none is known or it is paused;
+--   paused 1 when it is paused, else 0.
 -- Errors: WORQR_TASK_QUEUE when the queue holds tasks (it is a task queue).
 -- Events: 'due:<ms>' to the member told when due work comes next.
 --!include publish
@@ -51,11 +53,11 @@ if old and old.v == spec.v then
     save_schedule(J, name, old, now)
     arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
   end
-  return {0, old.n or -1}
+  return {0, (not old.p and old.n) or -1, old.p or 0}
 end
 
-if old then  -- the fire times already consumed stay consumed
-  spec.L, spec.i = old.L, old.i
+if old then  -- the fire times already consumed stay consumed, a pause stays
+  spec.L, spec.i, spec.p = old.L, old.i, old.p
 end
 if spec.e then
   spec.a = now
@@ -67,4 +69,4 @@ end
 redis.call('HSET', J.sched_data, name, payload)
 save_schedule(J, name, spec, now)
 arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
-return {old and 2 or 1, spec.n or -1}
+return {old and 2 or 1, (not spec.p and spec.n) or -1, spec.p or 0}

@@ -1,7 +1,8 @@
-"""The exporter's traffic-control metric, read at scrape time: whether a job
+"""The exporter's traffic-control metrics, read at scrape time: whether a job
 queue's limits (`Worqr.configure_queue`: rate, max_active; a handler's
 `RateLimited`) hold back jobs that are ready to start now
-(``worqr_queue_rate_limited``, 1 or 0). One pipelined round trip."""
+(``worqr_queue_rate_limited``, 1 or 0), and whether it is paused
+(``worqr_queue_paused``, 1 or 0: `Worqr.pause`). One pipelined round trip."""
 
 from __future__ import annotations
 
@@ -20,8 +21,13 @@ def limit_metrics(redis: Any, mesh: MeshKeys, queues: list[str]) -> list[Metric]
         "holds back jobs ready to start",
         labels=["queue"],
     )
+    paused = GaugeMetricFamily(
+        "worqr_queue_paused",
+        "1 while the job queue is paused (worqr pause): no job of it starts until it is resumed",
+        labels=["queue"],
+    )
     if not queues:
-        return [gauge]
+        return [gauge, paused]
     with redis.pipeline(transaction=False) as pipe:
         pipe.execute_command("TIME")
         for queue in queues:
@@ -36,6 +42,7 @@ def limit_metrics(redis: Any, mesh: MeshKeys, queues: list[str]) -> list[Metric]
     for i, queue in enumerate(queues):
         fields, active, listed, prioritised = replies[1 + 4 * i : 5 + 4 * i]
         ready = int(listed) > 0 or int(prioritised) > 0
-        held = ready and parse_limits(fields, active, now).limited
-        gauge.add_metric([queue], 1.0 if held else 0.0)
-    return [gauge]
+        limits = parse_limits(fields, active, now)
+        gauge.add_metric([queue], 1.0 if ready and limits.limited else 0.0)
+        paused.add_metric([queue], 1.0 if limits.paused else 0.0)
+    return [gauge, paused]

@@ -6,8 +6,9 @@ the path: both may hold ``/``, ``?`` or ``#``. Every endpoint calls its guard
 first, before anything is parsed or read: the read guard for the reads (GET),
 the mutation guard for the mutations (POST); with a token configured both
 want it (``Authorization: Bearer``, never a cookie or a query string).
-Mutations also insist on a JSON body, which a cross-site form cannot send, so
-a view served without a token still cannot be driven by another site.
+Mutations (retry, cancel, redrive, purge, pause, resume) also insist on a JSON
+body, which a cross-site form cannot send, so a view served without a token
+still cannot be driven by another site.
 
 The answers are the HTTP API's models (`worqr.http.replies`), the reads'
 held by the view models of `reads`, and the errors are the API's too:
@@ -36,7 +37,7 @@ from .._keys import validate_name
 from ..http.errors import ApiError, error_response, job_not_found
 from ..http.models import CURSOR_PATTERN
 from ..http.operations import reply
-from ..http.replies import PurgedReply, RedrivenReply
+from ..http.replies import PausedReply, PurgedReply, RedrivenReply
 from ..http.views import queue_kind
 from . import reads
 from .recoveries import RecoveryLog
@@ -203,6 +204,18 @@ async def _purge(request: Request) -> Response:
     return reply(PurgedReply(purged=await client_of(request).purge_failed(name)))
 
 
+def _pausing(paused: bool) -> Handler:
+    """The queue page's pause or resume button (a job queue's; `Worqr.pause`)."""
+
+    async def action(request: Request) -> Response:
+        name = await job_queue(request, (await _body(request)).get("queue"))
+        client = client_of(request)
+        await (client.pause if paused else client.resume)(name)
+        return reply(PausedReply(paused=paused))
+
+    return action
+
+
 def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]:
     """The endpoints: ``read_guard`` before each read, ``guard`` before each mutation."""
     reading = {
@@ -217,6 +230,8 @@ def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]
         "cancel": _job_action(AsyncWorqr.cancel_job),
         "redrive": _redrive,
         "purge": _purge,
+        "pause": _pausing(True),
+        "resume": _pausing(False),
     }
     routes = [
         Route(f"/ui/api/{path}", _guarded(read_guard, _errors_as_json(handler)), methods=["GET"])

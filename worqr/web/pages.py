@@ -130,7 +130,9 @@ async def queue_page(request: Request) -> Response:
     body = f"""
 <section><h2>Counts <span id="kind" class="muted"></span></h2>
 <div id="counts" class="counts"></div>
-<p id="limits" hidden></p></section>
+<p id="limits" hidden></p>
+<p id="pausing" hidden><button id="pause" type="button" class="act">pause</button>
+<span id="pause-result" class="muted"></span></p></section>
 <section id="jobs-section" hidden><h2>Jobs <span id="state-name"></span></h2>
 <form id="search"><label>job id <input id="search-id" name="id" autocomplete="off"
 size="30"></label> <button type="submit">open</button> <span id="search-result"

@@ -6,20 +6,22 @@
 --   slots are spaced (per + slack) / n apart so that even then no window of `per`
 --   holds more than n starts: the long-run rate is n / 1.01 per window when work waits.
 --   'max_active': at most that many active jobs; 'shut' ms: closed until then (a
---   handler raised RateLimited). A queue with none of them costs one HMGET.
+--   handler raised RateLimited); 'paused' (job_pause, job_resume): nothing starts
+--   until it is removed. A queue with none of them costs one HMGET.
 --!include counters
 
 local SLACK = 0.01  -- of the window
 
--- read_limits(config) -> L {rate, per, max_active, tat, shut}, or nil when the queue has none
+-- read_limits(config) -> L {rate, per, max_active, tat, shut, paused}, or nil when the
+--   queue has none
 local function read_limits(config)
-  local f = redis.call('HMGET', config, 'rate', 'per', 'max_active', 'tat', 'shut')
-  if not (f[1] or f[3] or f[5]) then
+  local f = redis.call('HMGET', config, 'rate', 'per', 'max_active', 'tat', 'shut', 'paused')
+  if not (f[1] or f[3] or f[5] or f[6]) then
     return nil
   end
   return {
     rate = tonumber(f[1]), per = tonumber(f[2]), max_active = tonumber(f[3]),
-    tat = tonumber(f[4]), shut = tonumber(f[5]),
+    tat = tonumber(f[4]), shut = tonumber(f[5]), paused = f[6] and true or nil,
   }
 end
 
@@ -44,10 +46,13 @@ end
 
 -- allowance(J, L, now_micros, want) -> how many jobs may start now (<= want: all
 --   without limits, L nil), and the ms at which a queue closed by time opens again
---   (nil: open, or closed until an active job ends)
+--   (nil: open, or closed until an active job ends or the queue is resumed)
 local function allowance(J, L, now_micros, want)
   if not L or want <= 0 then
     return want, nil
+  end
+  if L.paused then
+    return 0, nil  -- until job_resume, which wakes idle workers for the ready jobs
   end
   if L.shut and L.shut * 1000 > now_micros then
     return 0, L.shut

@@ -9,8 +9,9 @@
 --   options (as job_submit's), f buffered fire ms of a cron (ascending; computed
 --   by clients, never here), b the last fire ever buffered, L the last fire
 --   consumed, i the id of that fire's job, n the next fire ms (nil when a cron's
---   buffer ran out). `sched_next` holds the name by n (by L once the buffer ran
---   out, so the stall shows); its payload is in `sched_data`.
+--   buffer ran out), p 1 while paused (job_sched_pause: it fires nothing and an
+--   upsert keeps it). `sched_next` holds the name by n (by L once the buffer ran
+--   out, so the stall shows), unless it is paused; its payload is in `sched_data`.
 -- The schedule keys, a block (lib/job_keys) bound by sched_keys(J, i):
 --   +0  job_sched       hash  schedule name -> spec
 --   +1  job_sched_next  zset  schedule names by next fire ms
@@ -80,10 +81,15 @@ local function owed_fires(spec, now, complete)
   return due, due[1], false
 end
 
--- save_schedule(J, name, spec, now): the spec and its place in sched_next
+-- save_schedule(J, name, spec, now): the spec and its place in sched_next (none
+--   while paused: no visit finds it due, no timer waits for it)
 local function save_schedule(J, name, spec, now)
   redis.call('HSET', J.sched, name, cjson.encode(spec))
-  redis.call('ZADD', J.sched_next, spec.n or spec.L or now, name)
+  if spec.p then
+    redis.call('ZREM', J.sched_next, name)
+  else
+    redis.call('ZADD', J.sched_next, spec.n or spec.L or now, name)
+  end
 end
 
 -- fire_schedule(J, name, now, grace, complete) -> jobs created, refill request or nil
@@ -99,6 +105,9 @@ local function fire_schedule(J, name, now, grace, complete)
     return 0, nil
   end
   local spec = cjson.decode(raw)
+  if spec.p then
+    return 0, nil  -- paused after a refill was asked for (job_sched_refill)
+  end
   local due, oldest, resync = owed_fires(spec, now, complete)
   if resync then
     return 0, refill_request(name, spec, now)

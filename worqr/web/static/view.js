@@ -371,17 +371,34 @@
 
     function limits(held, now) {
       const line = document.getElementById("limits");
+      pausing(held);
       const parts = [];
       if (held && held.rate) parts.push("at most " + held.rate.starts + " starts in " + held.rate.seconds + " s");
       if (held && held.max_active !== null) parts.push("at most " + held.max_active + " active (" + held.active + " now)");
-      line.hidden = parts.length === 0;
+      line.hidden = parts.length === 0 && !(held && held.paused);
       if (line.hidden) return;
-      let text = "Limits: " + parts.join("; ");
+      let text = held.paused ? "Paused: no job starts until it is resumed" : "";
+      if (parts.length) text += (text ? ". " : "") + "Limits: " + parts.join("; ");
       if (held.limited) {
         text += held.closed_until !== null ? "; held back for " + span(Math.max(0, held.closed_until - now)) : "; held back now";
       }
       line.textContent = text;
-      line.className = held.limited ? "bad" : "muted";
+      line.className = held.limited || held.paused ? "bad" : "muted";
+    }
+
+    // A job queue's pause or resume button, named for what a click does.
+    function pausing(held) {
+      document.getElementById("pausing").hidden = !held;
+      const button = document.getElementById("pause");
+      button.textContent = held && held.paused ? "resume" : "pause";
+      button.dataset.paused = held && held.paused ? "yes" : "no";
+    }
+
+    async function pauseOrResume() {
+      const resuming = document.getElementById("pause").dataset.paused === "yes";
+      const answer = await post(resuming ? "/ui/api/resume" : "/ui/api/pause", { queue: queue });
+      document.getElementById("pause-result").textContent = answer.ok ? (answer.paused ? "paused" : "resumed") : answer.message;
+      refresh();
     }
 
     // The API's dead-letter page: a job queue's failed jobs (and the next page's
@@ -424,6 +441,7 @@
       refresh();
     }
 
+    document.getElementById("pause").addEventListener("click", pauseOrResume);
     document.getElementById("redrive").addEventListener("click", () => queueWide("/ui/api/redrive", "retried"));
     document.getElementById("purge").addEventListener("click", () => queueWide("/ui/api/purge", "purged"));
     document.getElementById("more").addEventListener("click", () => {

@@ -1,0 +1,48 @@
+"""The arguments of `worqr pause` and `worqr resume`: a job queue's durable
+pause, or one of its schedules'."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from .._schedules import validate_schedule_name
+from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, queue_name
+
+if TYPE_CHECKING:
+    from .parser import Subcommands
+
+
+def schedule_name(value: str) -> str:
+    """argparse ``type=`` for schedule names: a bad name is a usage error."""
+    try:
+        return validate_schedule_name(value)
+    except (TypeError, ValueError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_pause_commands(commands: Subcommands) -> None:
+    for name, text in (
+        (
+            "pause",
+            "Pause a job queue on every worker and host until `worqr resume`: no job "
+            "starts once this returns (active ones finish; delayed ones come due and "
+            "wait), and restarting the workers keeps it paused. With --schedule, pause "
+            "one of its schedules: it fires nothing until resumed.",
+        ),
+        (
+            "resume",
+            "Resume a paused job queue (idle workers are woken for its ready jobs), or "
+            "with --schedule one of its schedules (the fires it missed give one job).",
+        ),
+    ):
+        parser = commands.add(name, text)
+        parser.add_argument("queue", type=queue_name, metavar="QUEUE")
+        parser.add_argument(
+            "--schedule", type=schedule_name, metavar="NAME", help="a schedule of the queue"
+        )
+        add_connection_options(parser)
+        parser.epilog = (
+            f"Exit codes: 0 ok; {EXIT_FAILURE} no such schedule, a queue that holds tasks, "
+            f"or a failure; {EXIT_USAGE} bad usage or input (nothing is written)."
+        )
