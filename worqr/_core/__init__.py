@@ -10,6 +10,7 @@ from .._settings import Settings
 from .dead_letters import DeadLetters
 from .deletion import QueueDeletion
 from .flows import Flows
+from .groups import Groups
 from .jobs_read import JobReads
 from .jobs_submit import JobSubmission
 from .jobs_work import JobWork
@@ -56,6 +57,7 @@ class Core:
         self.limits = Limits(state, kinds)
         self.deletion = QueueDeletion(state, kinds, relay)
         self.pausing = Pausing(state, kinds)
+        self.groups = Groups(state, kinds)
 
 
 __all__ = ["Callback", "Core"]

@@ -28,7 +28,7 @@
 --!include flow
 --!include jobs
 --!include counters
---!include ready
+--!include group
 --!include terminal
 local J = job_keys()
 local members = KEYS[16]
@@ -70,7 +70,7 @@ for i = first_report, #ARGV, 6 do
         move(J, 'w', 'q')
         record.s = 'q'
         record.v = now
-        push_ready(J.tasks, J.prio, J.seq, record, entry_of(id, life), false)
+        make_ready(J, record, entry_of(id, life), false)
         ready = ready + 1
       end
     end

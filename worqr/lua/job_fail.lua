@@ -36,6 +36,7 @@
 --!include jobs
 --!include counters
 --!include terminal
+--!include group
 --!include timer
 --!include end_process
 local J = job_keys()
@@ -73,9 +74,14 @@ if mode == 'limited' then
   record.v = due
   record.a = math.max(0, record.a - 1)
   redis.call('ZADD', J.delayed, due, entry)
-  local shut = tonumber(redis.call('HGET', config, 'shut'))
-  if not shut or shut < due then
-    redis.call('HSET', config, 'shut', due)
+  if record.G then
+    group_shut(J, record, due)  -- its group only
+    group_move(J, record, 'a', 'd', now)
+  else
+    local shut = tonumber(redis.call('HGET', config, 'shut'))
+    if not shut or shut < due then
+      redis.call('HSET', config, 'shut', due)
+    end
   end
   stat(J, 'rate_limited', 1)
   save_job(J.jobs, id, record)
@@ -87,6 +93,7 @@ record.E = error_text
 if mode == 'error' and record.f <= retries then
   local due = now + math.max(0, delay_ms)
   move(J, 'a', 'r')
+  group_move(J, record, 'a', 'r', now)
   record.s = 'r'
   record.v = due
   redis.call('ZADD', J.retrying, due, entry)
