@@ -152,6 +152,7 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
         assert producer.count_jobs(queue)["active"] == 0
         exercise_schedules(producer, worker, queue)
         exercise_pauses(producer, worker, queue)
+        exercise_groups(producer, worker, queue)
         worker.fail_worker()  # job_requeue_owned
         producer.delete_queue(queue)
     # Flows, their hops across the masters: submit, relay, report, cancel.
@@ -174,6 +175,26 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
     assert producer._drive(outbox_age()) == [0, 0]
     job_scripts = {name for name in script_names() if name.startswith(("job_", "flow_"))}
     assert job_scripts <= ran, job_scripts - ran
+
+
+def exercise_groups(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -> None:
+    """Fair-share groups in one slot: job_group_limits, job_group_pause,
+    job_group_resume, job_groups, and the take's round robin between them."""
+    producer.configure_group(queue, "g1", max_active=1)
+    producer.pause(queue, group="g2")
+    producer.submit_many(queue, ["x1", "x2"], group="g1")
+    producer.submit_many(queue, ["y1"], group="g2")
+    producer.submit(queue, "z1", group="g3")
+    _, taken, _ = worker.internals.take_jobs(queue, [], 5)
+    assert sorted(str(p.task) for p in taken) == ["x1", "z1"]  # g1 capped, g2 paused
+    producer.resume(queue, group="g2")
+    _, more, _ = worker.internals.take_jobs(queue, [(p, "s", b"") for p in taken], 5)
+    assert sorted(str(p.task) for p in more) == ["x2", "y1"]
+    groups = {g.name: g for g in producer.get_groups(queue)[0]}
+    assert groups["g1"].active == 1 and groups["g1"].max_active == 1
+    worker.internals.take_jobs(queue, [(p, "s", b"") for p in more], 0)
+    producer.configure_group(queue, "g1", max_active=None)
+    assert producer.get_groups(queue) == ([], None)
 
 
 def exercise_schedules(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -> None:

@@ -9,6 +9,7 @@
 -- KEYS[17] idle          set     members waiting for work
 -- KEYS[18] stats         hash    lifetime counters of the queue, by event
 -- KEYS[19..24] flow_keys the queue's flow keys (lib/flow)
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[3] notify            the queue's channel for waiters

@@ -10,12 +10,14 @@
 -- KEYS[20] stats         hash    lifetime counters of the queue, by event
 -- KEYS[21..26] flow_keys the queue's flow keys (lib/flow)
 -- KEYS[27] config        hash    per-queue options; 'shut' (lib/limit)
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] pid
 -- ARGV[2] entry             the job's id#life, as the take gave it
 -- ARGV[3] mode              'error': a failure, retried while failures <= retries;
 --                           'fail': failed now, no retry;
 --                           'limited': not a failure (RateLimited): delayed by delay_ms,
---                           its attempt given back, and the queue shut as long
+--                           its attempt given back, and the queue (a grouped job: its
+--                           group only, lib/group) shut as long
 -- ARGV[4] delay_ms          the backoff before the retry (the worker drew its jitter)
 -- ARGV[5] retries           the effective retries (record, handler or default)
 -- ARGV[6] error_text        "<ExceptionType>: <message>", at most 1 KB
