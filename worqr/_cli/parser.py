@@ -252,6 +252,12 @@ def _add_tools(commands: Subcommands) -> None:
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"
     )
+    parser.add_argument(
+        "--stall-after",
+        type=positive_float,
+        metavar="SECONDS",
+        help="a schedule this long past its next fire counts as stalled (default: 60)",
+    )
 
     parser = commands.add(
         "demo",

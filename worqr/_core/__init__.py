@@ -55,7 +55,7 @@ class Core:
         self.schedules = Schedules(state, kinds, producing, submission)
         self.limits = Limits(state, kinds)
         self.deletion = QueueDeletion(state, kinds, relay)
-        self.pausing = Pausing(state, kinds)
+        self.pausing = Pausing(state, kinds, submission)
 
 
 __all__ = ["Callback", "Core"]
