@@ -36,7 +36,8 @@ def probe(port: int, path: str, method: str = "GET") -> tuple[int, str]:
         with urllib.request.urlopen(request, timeout=5) as reply:
             return reply.status, reply.read().decode()
     except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
+        with error:
+            return error.code, error.read().decode()
     except (urllib.error.URLError, ConnectionError):
         return 0, ""
 
