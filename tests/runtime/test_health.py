@@ -193,6 +193,13 @@ def test_livez_names_a_take_that_waited_too_long_and_a_take_loop_that_ended() ->
 
     assert asyncio.run(main()) == "the take loop of queue 'q' ended: KeyError: 'a bug'"
 
+    async def lanes() -> str | None:
+        task = asyncio.create_task(asyncio.sleep(0), name="worqr-lanes")
+        await task
+        return watched(Client(), pullers=[task]).live(2.0)
+
+    assert asyncio.run(lanes()) == "the take loops (worqr-lanes) ended: returned"
+
 
 def test_livez_names_a_blocked_loop_a_missing_heartbeat_and_a_dead_listener() -> None:
     blocked = Client(loop_blocked=2.5, culprit="the handler of queue 'q' (app.f)")

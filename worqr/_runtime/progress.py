@@ -80,7 +80,7 @@ class Watched:
             return None  # the take loops are cancelled on the way out
         for task in self.pullers:
             if task.done():
-                return f"the take loop of queue {_queue(task)!r} ended: {_ending(task)}"
+                return f"{_take_loop(task)} ended: {_ending(task)}"
         for loop in self.take_loops:
             oldest = loop.oldest_take()
             if oldest is not None and now - oldest[1] > livez_after:
@@ -98,8 +98,11 @@ def _loop(progress: ClientProgress, livez_after: float) -> str | None:
     )
 
 
-def _queue(task: asyncio.Task[None]) -> str:
-    return task.get_name().removeprefix(PULLER_PREFIX)
+def _take_loop(task: asyncio.Task[None]) -> str:
+    name = task.get_name()
+    if name.startswith(PULLER_PREFIX):
+        return f"the take loop of queue {name.removeprefix(PULLER_PREFIX)!r}"
+    return f"the take loops ({name})"  # the lanes' task
 
 
 def _ending(task: asyncio.Task[None]) -> str:
