@@ -26,6 +26,7 @@ from .base import (
     positive_int,
     queue_name,
 )
+from .health import add_health_options
 from .http_parser import add_http_command
 from .job_parser import add_job_commands
 from .limit_parser import add_limit_command
@@ -151,6 +152,7 @@ def _add_worker(commands: Subcommands) -> None:
         "handler) while its lease is still kept; past it peers fail the process and run its "
         "tasks elsewhere (default: the Worker's, 60)",
     )
+    add_health_options(parser)
     supervision = parser.add_argument_group("supervision (with --processes > 1)")
     supervision.add_argument(
         "--max-restarts",
