@@ -212,7 +212,7 @@ def _ops(client: worqr.Worqr, queue: str) -> dict[str, Callable[[int], None]]:
         "cancel": lambda i: client.cancel_job(queue, delayed[i]) or None,
         "take": take,
         "finish": lambda i: client._take_jobs(queue, [(taken[i], "n", b"")], 0) and None,
-        "promote": lambda i: client._promote_jobs(queue) and None,
+        "promote": lambda i: client._promote_due(queue) and None,
     }
 
 

@@ -294,7 +294,7 @@ def test_a_hop_relayed_twice_is_applied_once(make: Make, redis_url: str) -> None
         worker._mark_job_queue("h2")
         _, [second], _ = worker._take_jobs("h2", [], 1)
         worker._take_jobs("h2", [(second, "n", b"")], 0)
-        worker._promote_jobs("h2")  # purges
+        worker._promote_due("h2")  # purges
         assert producer.get_job("h2", f"{flow.id}.1") is None
         raw.zadd(outbox.job_outbox, {hop: 0})
         raw.hset(outbox.job_outbox_data, hop, header)

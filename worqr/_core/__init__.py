@@ -6,7 +6,9 @@ the clients in `worqr._clients` execute its plans.
 
 from __future__ import annotations
 
+from .._settings import Settings
 from .base import Callback
+from .bulk import Bulk
 from .dead_letters import DeadLetters
 from .deletion import QueueDeletion
 from .flows import Flows
@@ -18,7 +20,12 @@ from .schedules import Schedules
 
 
 class Core(Liveness, DeadLetters, Flows, Schedules, QueueDeletion, Limits, Reads, Notifications):
-    """State and plans of one client: every plan `Worqr` and `AsyncWorqr` run."""
+    """State and plans of one client: every plan `Worqr` and `AsyncWorqr` run.
+    Parts made of it: ``bulk``, the bulk operations and `update_job`."""
+
+    def __init__(self, settings: Settings, *, cluster: bool = False) -> None:
+        super().__init__(settings, cluster=cluster)
+        self.bulk = Bulk(self)
 
 
 __all__ = ["Callback", "Core"]

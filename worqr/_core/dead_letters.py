@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from .._process import decode_task
 from . import scripts
+from .bulk import Bulk
 from .calls import Plan, command
 from .jobs_read import JobReads
 from .jobs_work import JobWork
 
 
 class DeadLetters(JobWork, JobReads):
+    bulk: Bulk  # set by Core
+
     def count_failed(self, queue: str) -> Plan[int]:
         if (yield from self.kind_of(queue)) == "jobs":
             return (yield from self.count_jobs(queue))["failed"]
@@ -35,10 +38,10 @@ class DeadLetters(JobWork, JobReads):
         first, in chunks; returns how many moved. Each task moves atomically, so
         the plan is safe to stop and redo; letters that fail again meanwhile are
         left for the next call (no endless loop). On a job queue: every failed
-        job gets a new life (`retry_job`), but those whose unique marker another
-        live job holds."""
+        job gets a new life (``retry_jobs(state="failed")``), but those whose
+        unique marker another live job holds."""
         if (yield from self.kind_of(queue)) == "jobs":
-            return (yield from self.redrive_jobs(queue))
+            return (yield from self.bulk.retry_jobs(queue, state="failed"))
         keys = self.queue_keys(queue)
         chunk = self.settings.requeue_chunk
         publish = self.publish or (yield from self.publish_command())

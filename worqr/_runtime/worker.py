@@ -302,7 +302,7 @@ class Worker(HandlerRegistry, Lifecycle):
 
     async def _promote(self, client: AsyncWorqr, queue: str) -> None:
         try:
-            await client._promote_jobs(queue)
+            await client._promote_due(queue)
         except Exception as error:  # the next poll or hint tries again
             logger.debug("promoting due jobs of %r failed: %s", queue, error)
 
