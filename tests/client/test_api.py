@@ -48,7 +48,14 @@ def test_every_public_method_of_worqr_is_exercised_in_this_file() -> None:
     tests/jobs/: submit, lifecycle, flows and schedules): a new public method of
     Worqr makes this test fail until a test calls it."""
     jobs = Path(__file__).resolve().parent.parent / "jobs"
-    homes = ("test_submit", "test_lifecycle", "test_flows", "test_schedules", "test_limits")
+    homes = (
+        "test_submit",
+        "test_lifecycle",
+        "test_flows",
+        "test_schedules",
+        "test_limits",
+        "test_bulk",
+    )
     text = "\n".join(
         path.read_text("utf-8")
         for path in (Path(__file__), *(jobs / f"{home}.py" for home in homes))
