@@ -205,6 +205,11 @@ def _add_admin(commands: Subcommands) -> None:
     parser = commands.add_on_queue(
         "delete", "Delete a queue with its tasks, processes and dead letters."
     )
+    parser.add_argument(
+        "--if-idle",
+        action="store_true",
+        help="only when no job or task is in process; else exit 1 and delete nothing",
+    )
     add_connection_options(parser)
 
     parser = commands.add_on_queue(
