@@ -104,3 +104,8 @@ class JobFailedError(WorqrError):
 
 class JobCancelledError(WorqrError):
     """The job was cancelled."""
+
+
+class QueueBusyError(WorqrError):
+    """`delete_queue(queue, if_idle=True)` found a job (or task) in process on
+    the queue, inside the deleting script: nothing was deleted."""

@@ -456,3 +456,60 @@ def test_top_shows_job_counts(cli: Cli, wq: worqr.Worqr, worker: worqr.Worqr) ->
     row = [line for line in out.splitlines() if line.startswith("│ renders ")][-1]
     assert re.findall(r"\d+", row)[:7] == ["3", "3", "1", "1", "1", "1", "1"]
     assert "tasks" in out  # the task queue keeps its own table
+
+
+# -- worqr jobs --cancel/--retry/--promote/--purge, worqr delete --if-idle ----------------
+
+
+def test_jobs_bulk_actions_print_how_many(cli: Cli, wq: worqr.Worqr, worker: worqr.Worqr) -> None:
+    every_state(wq, worker, "q")
+    assert cli.ok("jobs", "q", "--promote", "--limit", "1") == "promoted 1 job on 'q'\n"
+    assert wq.count_jobs("q")["delayed"] == 1
+    assert cli.ok("jobs", "q", "--cancel", "--state", "queued") == "cancelled 4 jobs on 'q'\n"
+    assert cli.ok("jobs", "q", "--retry", "--state", "failed") == "retried 1 job on 'q'\n"
+    assert cli.ok("jobs", "q", "--cancel") == "cancelled 4 jobs on 'q'\n"  # the live rest
+    assert wq.count_jobs("q") == {**dict.fromkeys(STATES, 0), "finished": 1, "cancelled": 9}
+    said = cli.ok("jobs", "q", "--purge", "--state", "cancelled", "--older-than", "3600")
+    assert said == "purged 0 jobs on 'q'\n"
+    said = cli.ok("jobs", "q", "--purge", "--state", "cancelled", "--json")
+    assert json.loads(said) == {"queue": "q", "purged": 9}
+    assert wq.count_jobs("q") == {**dict.fromkeys(STATES, 0), "finished": 1}
+
+
+def test_delete_if_idle(cli: Cli, wq: worqr.Worqr, worker: worqr.Worqr) -> None:
+    wq.submit("q", "x")
+    [process] = take(worker, "q")
+    code, out, err = cli("delete", "q", "--if-idle")
+    assert (code, out) == (1, "")
+    assert err == "worqr delete: error: queue 'q' has jobs in process: nothing was deleted\n"
+    assert wq.count_jobs("q")["active"] == 1
+    finish(worker, process, "ok")
+    assert cli.ok("delete", "q", "--if-idle") == "deleted queue 'q'\n"
+    assert wq.get_queues() == []
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--cancel", "--retry"], "argument --retry: not allowed with argument --cancel"),
+        (["--older-than", "5"], "--older-than needs --purge"),
+        (["--purge"], "--purge needs --state finished, failed or cancelled"),
+        (["--purge", "--state", "queued"], "--purge takes --state finished or failed or can"),
+        (["--retry", "--state", "active"], "--retry takes --state failed or cancelled, not"),
+        (["--promote", "--state", "queued"], "--promote takes --state delayed, not queued"),
+        (["--cancel", "--state", "finished"], "--cancel: finished jobs are terminal already"),
+        (["--cancel", "--limit", "5"], "--limit does not apply to --cancel"),
+        (["--purge", "--state", "failed", "--older-than", "-1"], "argument --older-than"),
+    ],
+)
+def test_bulk_usage_errors_change_nothing(
+    cli: Cli, wq: worqr.Worqr, args: list[str], fragment: str
+) -> None:
+    wq.submit_many("q", ["a", "b"])
+    wq.submit("q", "later", delay=600)
+    assert wq.cancel_job("q", wq.submit("q", "c").id)
+    before = wq.count_jobs("q")
+    code, out, err = cli("jobs", "q", *args)
+    assert (code, out) == (2, "")
+    assert len(err.splitlines()) == 1 and fragment in err, err
+    assert wq.count_jobs("q") == before

@@ -56,6 +56,7 @@ def test_every_public_method_of_worqr_is_exercised_in_this_file() -> None:
         "test_limits",
         "test_pause",
         "test_groups",
+        "test_bulk",
     )
     text = "\n".join(
         path.read_text("utf-8")

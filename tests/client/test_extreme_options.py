@@ -193,6 +193,71 @@ def option_calls() -> Iterator[tuple[str, st.SearchStrategy[Any], Call]]:
     yield "cancel_job(id)", BAD_JOB_IDS, lambda cv: cv[0].cancel_job("q", cv[1])
     yield "retry_job(id)", BAD_JOB_IDS, lambda cv: cv[0].retry_job("q", cv[1])
     yield "get_job(id)", BAD_JOB_IDS, lambda cv: cv[0].get_job("q", cv[1])
+    yield from bulk_calls()
+
+
+def bad_state(*good: str) -> st.SearchStrategy[Any]:
+    """What a state option other than ``good`` is (another state, any text, no str)."""
+    return st.one_of(
+        st.text().filter(lambda text: text not in good),
+        st.sampled_from([1, b"failed", ["failed"]]),
+    )
+
+
+def bulk_calls() -> Iterator[tuple[str, st.SearchStrategy[Any], Call]]:
+    """The bulk operations, update_job and delete_queue(if_idle=)."""
+    live = ("delayed", "queued", "retrying", "waiting", "active")
+    yield "cancel_jobs(state=)", bad_state(*live), lambda cv: cv[0].cancel_jobs("q", state=cv[1])
+    yield (
+        "retry_jobs(state=)",
+        bad_state("failed", "cancelled"),
+        lambda cv: cv[0].retry_jobs("q", state=cv[1]),
+    )
+    yield "retry_jobs(limit=)", bad_count(1), lambda cv: cv[0].retry_jobs("q", limit=cv[1])
+    yield "promote_jobs(limit=)", bad_count(1), lambda cv: cv[0].promote_jobs("q", limit=cv[1])
+    yield (
+        "purge_jobs(state)",
+        bad_state("finished", "failed", "cancelled"),
+        lambda cv: cv[0].purge_jobs("q", cv[1]),
+    )
+    yield (
+        "purge_jobs(older_than=)",
+        bad_seconds(),
+        lambda cv: cv[0].purge_jobs("q", "failed", older_than=cv[1]),
+    )
+    yield (
+        "purge_jobs(limit=)",
+        bad_count(1),
+        lambda cv: cv[0].purge_jobs("q", "failed", limit=cv[1]),
+    )
+    yield (
+        "update_job(priority=)",
+        bad_count(-1_000_000, 1_000_000),
+        lambda cv: cv[0].update_job("q", "j", priority=cv[1]),
+    )
+    yield "update_job(delay=)", bad_seconds(), lambda cv: cv[0].update_job("q", "j", delay=cv[1])
+    yield (
+        "update_job(at=)",
+        bad_seconds(MAX_EPOCH_SECONDS),
+        lambda cv: cv[0].update_job("q", "j", at=cv[1]),
+    )
+    yield (
+        "update_job(delay=, at=)",
+        st.floats(0, 100),
+        lambda cv: cv[0].update_job("q", "j", delay=cv[1], at=cv[1]),
+    )
+    yield (
+        "update_job(payload=)",
+        st.sampled_from([None, 7, ["x"], "\ud800"]),
+        lambda cv: cv[0].update_job("q", "j", payload=cv[1]),
+    )
+    yield "update_job(id)", BAD_JOB_IDS, lambda cv: cv[0].update_job("q", cv[1], priority=1)
+    yield "cancel_jobs(queue)", BAD_NAMES, lambda cv: cv[0].cancel_jobs(cv[1])
+    yield (
+        "delete_queue(if_idle=)",
+        st.sampled_from([1, 0, "yes", None]),
+        lambda cv: cv[0].delete_queue("q", if_idle=cv[1]),
+    )
 
 
 CALLS = list(option_calls())

@@ -177,6 +177,8 @@ UPPER = {"_runtime", "metrics", "http", "_cli", "web", "_demo", "cli"}
 FOREIGN_PRIVATE = {
     # The type add_subparsers() returns: argparse has no public name for it.
     ("_cli/parser.py", "argparse._SubParsersAction"),
+    # A NamedTuple's own public method: the underscore only keeps it from field names.
+    ("_cli/health_report.py", "report._asdict"),
 }
 
 

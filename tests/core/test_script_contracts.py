@@ -1,18 +1,19 @@
 """Every Lua script's header is its contract, and its builder keeps it.
 
-A builder in `worqr._core.scripts` (the core's), `worqr._core.job_scripts`
-(the job layer's) or `worqr._core.flow_scripts` (flows') is called with a recognisable value for
-each parameter; the KEYS and ARGV of the `Call` it returns must be exactly the
-slots the script's header lists, in order. A slot named after a key role is
-that key (``owned`` is ``keys.owned(worker)``); a slot named like a parameter
-is that parameter's value; ``wake_prefix`` and ``events`` come from the queue's
-keys. A block of keys many scripts take in the same order is one header line,
+A builder in `worqr._core.scripts` (the core's), `worqr._core.job_scripts` (the
+job layer's), `worqr._core.flow_scripts` (flows') or `worqr._core.bulk_scripts`
+(the bulk operations') is called with a recognisable value for each parameter;
+the KEYS and ARGV of the `Call` it returns must be exactly the slots the
+script's header lists, in order. A slot named after a key role is that key
+(``owned`` is ``keys.owned(worker)``); a slot named like a parameter is that
+parameter's value; ``wake_prefix`` and ``events`` come from the queue's keys. A
+block of keys many scripts take in the same order is one header line,
 ``-- KEYS[i..j] <block> ... (lib/<piece>)``, that stands for the block's keys as
-the piece lists them (``job_keys``, ``flow_keys``, ``sched_keys``: the
-`QueueKeys` properties of those names), so every script's full KEYS list is
-checked all the same. The scripts' bodies bind each slot to a local of the same
-name (a block: the piece's binding function, called with the block's first
-index, names each of its keys), and headers say what they publish.
+the piece lists them (``job_keys``, ``flow_keys``, ``sched_keys``: the `QueueKeys`
+properties of those names), so every script's full KEYS list is checked all the
+same. The scripts' bodies bind each slot to a local of the same name (a block:
+the piece's binding function, called with the block's first index, names each
+of its keys), and headers say what they publish.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from worqr._core import flow_scripts, job_scripts, scripts
+from worqr._core import bulk_scripts, flow_scripts, job_scripts, scripts
 from worqr._core.calls import Call
 from worqr._core.lua import (
     include_order,
@@ -81,7 +82,7 @@ def block_members(slot: Slot) -> list[str]:
     return [role for _, role in members]
 
 
-MODULES = (scripts, job_scripts, flow_scripts)
+MODULES = (scripts, job_scripts, flow_scripts, bulk_scripts)
 
 
 def defined_builders() -> list[str]:

@@ -152,6 +152,7 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
         assert producer.count_jobs(queue)["active"] == 0
         exercise_schedules(producer, worker, queue)
         exercise_pauses(producer, worker, queue)
+        exercise_bulk(producer, worker, queue)
         exercise_groups(producer, worker, queue)
         worker.fail_worker()  # job_requeue_owned
         producer.delete_queue(queue)
@@ -238,6 +239,45 @@ def exercise_pauses(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -> N
     assert producer.pause_schedule(queue, "held") and producer.get_schedules(queue)[0].paused
     assert producer.resume_schedule(queue, "held") and not producer.get_schedules(queue)[0].paused
     assert producer.unschedule(queue, "held")
+
+
+def exercise_bulk(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -> None:
+    """The bulk scripts, job_update and delete_queue(if_idle=True) on ``queue``'s slot."""
+    ref = producer.submit(queue, "u", delay=600)
+    assert producer.update_job(queue, ref.id, priority=2)  # job_update
+    assert producer.promote_jobs(queue) == 1  # job_promote_many
+    _, [process], _ = worker.internals.take_jobs(queue, [], 1)
+    with pytest.raises(worqr.QueueBusyError):
+        producer.delete_queue(queue, if_idle=True)
+    counts = producer.count_jobs(queue)
+    live = sum(counts[state] for state in ("delayed", "retrying", "queued", "active"))
+    assert producer.cancel_jobs(queue) == live  # job_cancel_many
+    assert producer.retry_jobs(queue, state="cancelled", limit=1) == 1  # job_retry_many
+    cancelled = producer.count_jobs(queue)["cancelled"]
+    assert producer.purge_jobs(queue, "cancelled") == cancelled  # job_purge_many
+    worker.internals.take_jobs(queue, [(process, "s", b"")], 0)  # fenced: cancelled
+
+
+def test_bulk_operations_on_the_cluster(make: Callable[..., worqr.Worqr]) -> None:
+    """Queues on every master, each larger than one chunk: exact counts."""
+    producer, worker = make(), make(start=True)
+    many = 1500
+    for queue in (f"bulk-{i}" for i in range(3)):
+        producer.submit_many(queue, [f"p{i}" for i in range(many)], delay=600)
+        assert producer.promote_jobs(queue, limit=1200) == 1200
+        assert producer.count_jobs(queue)["queued"] == 1200
+        _, taken, _ = worker.internals.take_jobs(queue, [], 2)
+        with pytest.raises(worqr.QueueBusyError):
+            producer.delete_queue(queue, if_idle=True)
+        assert producer.cancel_jobs(queue) == many
+        assert producer.count_jobs(queue)["cancelled"] == many
+        assert producer.retry_jobs(queue, limit=1100) == 1100
+        assert producer.purge_jobs(queue, "cancelled", limit=300) == 300
+        counts = producer.count_jobs(queue)
+        assert (counts["queued"], counts["cancelled"]) == (1100, many - 1400)
+        assert not producer.update_job(queue, taken[0].job_id, priority=1)  # cancelled
+        producer.delete_queue(queue, if_idle=True)
+        assert producer.count_jobs(queue)["queued"] == 0
 
 
 def _read_spec(client: worqr.Worqr, queue: str, name: str) -> Any:

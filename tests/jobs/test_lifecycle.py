@@ -514,6 +514,9 @@ def test_the_upkeep_sweeps_many_job_queues_a_bounded_slice_per_pass(
     wait_until(lambda: all(producer.count_jobs(q)["finished"] == 0 for q in expired), timeout=3)
     assert all(redis_client.hlen(mesh.queue(q).jobs) == 2 for q in expired)  # held, unread
     worker.close()  # its heartbeat takes reaper turns: only the test's passes may run
+    # close() waits 5 s for each thread; on a loaded machine a heartbeat may still
+    # be in a pass then, holding the upkeep lock or moving the cursor under the test.
+    wait_until(lambda: not any(t.is_alive() for t in worker._threads), timeout=60)
     members_of = {mesh.queue(q).members: q for q in [*names, *expired]}
     seen: list[str] = []
     passes = 0

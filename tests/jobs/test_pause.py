@@ -250,6 +250,8 @@ def test_pause_is_for_job_queues_and_resume_leaves_other_queues_alone(wq: worqr.
         wq.enqueue("fresh", "a task")  # pausing made it a job queue
     assert wq.is_paused("fresh") and not wq.is_paused("unknown")
     assert wq.get_limits("fresh") == worqr.QueueLimits(None, None, 0, None, paused=True)
+    # Paused before it had a job, and listed: status, the metrics and the view show it.
+    assert wq.get_queues() == ["fresh", "tasks"]
 
 
 def test_a_paused_schedule_fires_nothing_then_once_for_the_times_it_missed(

@@ -58,7 +58,7 @@ RELAYED = "zeta"  # served by the worker that dies before it relays
 QUEUES = (*TASK_QUEUES, JOB_QUEUE, LIMITED, ORPHAN, RELAYED)
 RATE_WINDOW = "15s"  # what Grafana's $__rate_interval becomes for a 1 s scrape interval
 TTL = 6.0  # the workers' lease: a Redis restart (about 2 s) is shorter, a pause longer
-STALLED_AFTER = 60.0  # worqr.metrics.schedules.STALL_AFTER_MS, in seconds
+STALLED_AFTER = 5.0  # the exporter's --stall-after here (a minute by default)
 PEER_RELAY_LEASE = 60.0  # the peers relay a hop left behind at most every 30 s
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow, pytest.mark.needs("prometheus")]
@@ -261,6 +261,8 @@ class Mesh:
                 prefix,
                 "--port",
                 str(self.exporter_port),
+                "--stall-after",
+                str(STALLED_AFTER),
             ],
             env={k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"},
         )
@@ -366,10 +368,6 @@ def test_every_panel_rises_under_the_event_it_shows(tmp_path: Path, mesh: Mesh) 
     client = Worqr(mesh.url, prefix=mesh.prefix)
     prometheus: Prometheus | None = None
     try:
-        # No worker ever serves epsilon: its schedule is stalled a minute after
-        # its first fire time. The only event that takes a minute: set it first.
-        client.schedule(ORPHAN, "orphan", every=0.1)
-        orphaned = time.monotonic()
         client.configure_queue(TASK_QUEUES[1], max_recoveries=0)  # dead-letter at once
         client.configure_queue(JOB_QUEUE, max_recoveries=0)  # poison at once
         client.configure_queue(LIMITED, rate=(2, 1.0))
@@ -399,12 +397,15 @@ def test_every_panel_rises_under_the_event_it_shows(tmp_path: Path, mesh: Mesh) 
         board = Dashboard(prometheus)
         run_the_events(board, mesh, client, raw, doomed, paused, stopped, crashing)
 
-        # The orphan schedule: stalled once a minute past its first fire time.
+        # No worker ever serves epsilon: its schedule is stalled STALLED_AFTER
+        # after its first fire time.
         stalled = ("Schedules: fires, skips, stalled", "C")
         board.quiet(stalled)
+        client.schedule(ORPHAN, "orphan", every=0.1)
+        orphaned = time.monotonic()
         board.rises(
             stalled,
-            "a schedule of a queue no member serves, a minute past its fire time",
+            "a schedule of a queue no member serves, STALLED_AFTER past its fire time",
             {"queue": ORPHAN},
             timeout=orphaned + STALLED_AFTER + 15 - time.monotonic(),
         )

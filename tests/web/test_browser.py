@@ -337,3 +337,37 @@ def test_a_queue_is_paused_and_resumed_by_its_button(
     wait_for(browser, "the resume", lambda: button.text == "pause")
     assert not wq.is_paused("held")
     assert line.text == "Limits: at most 2 active (0 now)"
+
+
+def test_bulk_buttons_by_state(browser: WebDriver, served: WebServer, wq: worqr.Worqr) -> None:
+    """Run all now (delayed), cancel all (queued), retry all and purge all
+    (cancelled): each acts on every job of the state shown and says how many."""
+    wq.submit_many("bulky", [f"j{i}" for i in range(5)], delay=600)
+    base = served.url.rstrip("/") + "/ui/queue?name=bulky&state="
+    result = (By.ID, "bulk-result")
+
+    browser.get(base + "delayed")
+    give_token(browser, TOKEN)  # kept in the tab from now on
+
+    def press(state: str, button: str, said: str, *, confirm: bool = False) -> None:
+        browser.get(base + state)
+        wait_for(
+            browser,
+            f"the {button} button",
+            lambda: browser.find_element(By.ID, button).is_displayed(),
+        )
+        browser.find_element(By.ID, button).click()
+        if confirm:
+            browser.switch_to.alert.accept()
+        wait_for(browser, said, lambda: browser.find_element(*result).text == said)
+
+    press("delayed", "bulk-promote", "promoted 5")
+    assert wq.count_jobs("bulky")["queued"] == 5
+    cancel = browser.find_element(By.ID, "bulk-cancel")
+    wait_for(browser, "no delayed job left", lambda: not cancel.is_displayed())
+    press("queued", "bulk-cancel", "cancelled 5", confirm=True)
+    press("cancelled", "bulk-retry", "retried 5")
+    assert wq.count_jobs("bulky")["queued"] == 5
+    assert wq.cancel_jobs("bulky") == 5
+    press("cancelled", "bulk-purge", "purged 5", confirm=True)
+    assert sum(wq.count_jobs("bulky").values()) == 0

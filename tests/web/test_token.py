@@ -46,6 +46,7 @@ MUTATIONS: list[tuple[str, dict[str, str]]] = [
     ("/ui/api/purge", {"queue": TASKS}),
     ("/ui/api/pause", {"queue": JOBS}),
     ("/ui/api/resume", {"queue": JOBS}),  # after the pause: as it was
+    ("/ui/api/bulk", {"queue": JOBS, "action": "promote"}),  # nothing delayed: a no-op
 ]
 PAGES = [
     "/",
@@ -158,6 +159,7 @@ def test_every_mutation_needs_the_token(
         {"purged": 0},
         {"paused": True},
         {"paused": False},
+        {"done": 0},
     ]
     assert queues.count_jobs(JOBS)["queued"] == 1 and queues.count_tasks(TASKS) == 1
     assert not queues.is_paused(JOBS)
@@ -205,7 +207,7 @@ def test_without_a_token_the_standalone_view_refuses_every_mutation(
         return answers
 
     answers = run_app(redis_url, prefix, "standalone", None, scenario)
-    assert answers == [(401, "this view is read-only: it runs without a token")] * 12
+    assert answers == [(401, "this view is read-only: it runs without a token")] * 14
     assert queues.count_tasks(TASKS) == 1 and not queues.is_paused(JOBS)
 
 

@@ -7,6 +7,7 @@ import argparse
 from redis.exceptions import RedisClusterException
 
 from ..metrics.exporter import DEFAULT_PORT, run_exporter
+from ..metrics.schedules import STALL_AFTER
 from .base import CliError
 
 
@@ -18,6 +19,7 @@ def exporter(args: argparse.Namespace) -> int:
             args.port or DEFAULT_PORT,
             args.host,
             cluster=args.cluster,
+            stall_after=args.stall_after or STALL_AFTER,
         )
     except RedisClusterException as error:  # a cluster client reads the slot map at once
         raise CliError(f"Redis Cluster: {error}") from None

@@ -167,25 +167,7 @@ def add_job_commands(commands: Subcommands) -> None:
         f"{EXIT_USAGE} bad usage."
     )
 
-    parser = commands.add_on_queue(
-        "jobs",
-        "List a job queue's jobs: the count in each state and the first jobs of each, "
-        "in lifecycle order (delayed, queued, active, retrying, finished, failed, cancelled).",
-    )
-    parser.add_argument(
-        "--state",
-        type=job_state,
-        help=f"only the jobs in this state: one of {', '.join(STATES)}",
-    )
-    parser.add_argument(
-        "--limit",
-        type=positive_int,
-        default=20,
-        metavar="N",
-        help="at most N jobs of each state (default: 20)",
-    )
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    add_connection_options(parser)
+    _add_jobs(commands)
 
     parser = commands.add(
         "flow",
@@ -198,4 +180,56 @@ def add_job_commands(commands: Subcommands) -> None:
     parser.epilog = (
         f"Exit codes: 0 shown; {EXIT_FAILURE} no such flow (or forgotten), or a failure "
         f"at run time; {EXIT_USAGE} bad usage."
+    )
+
+
+def _add_jobs(commands: Subcommands) -> None:
+    parser = commands.add_on_queue(
+        "jobs",
+        "List a job queue's jobs: the count in each state and the first jobs of each, "
+        "in lifecycle order (delayed, queued, active, retrying, finished, failed, cancelled); "
+        "or cancel, retry, promote or purge them all (of --state), in bounded chunks, "
+        "and print how many.",
+    )
+    parser.add_argument(
+        "--state",
+        type=job_state,
+        help=f"only the jobs in this state: one of {', '.join(STATES)}",
+    )
+    parser.add_argument(
+        "--limit",
+        type=positive_int,
+        metavar="N",
+        help="at most N jobs of each state listed (default: 20); with --retry, --promote "
+        "or --purge: at most N jobs acted on",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument(
+        "--cancel",
+        action="store_true",
+        help="cancel them (of --state, else every job not terminal); active ones' "
+        "handlers are stopped",
+    )
+    action.add_argument(
+        "--retry",
+        action="store_true",
+        help="give failed or cancelled ones (of --state, else both) a new life",
+    )
+    action.add_argument("--promote", action="store_true", help="queue the delayed ones now")
+    action.add_argument(
+        "--purge",
+        action="store_true",
+        help="forget the records of --state (finished, failed or cancelled)",
+    )
+    parser.add_argument(
+        "--older-than",
+        type=non_negative_float,
+        metavar="SECONDS",
+        help="with --purge: only records that ended this long ago or more (Redis's clock)",
+    )
+    add_connection_options(parser)
+    parser.epilog = (
+        f"Exit codes: 0 listed or done; {EXIT_FAILURE} failure at run time; {EXIT_USAGE} "
+        "bad usage (nothing is changed)."
     )

@@ -10,6 +10,7 @@ import sys
 from .._clients.sync_client import Worqr
 from .._errors import JobCancelledError, JobFailedError, WrongQueueKindError
 from .._jobs import STATES, JobInfo, JobRef
+from . import bulk
 from .base import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -23,6 +24,7 @@ from .base import (
 from .job_view import job_json, job_text, jobs_table
 
 MAX_PAGE = 1000  # the most `get_jobs` returns per call
+LIST_LIMIT = 20  # jobs listed per state without --limit
 
 
 def _payload(args: argparse.Namespace) -> str | bytes:
@@ -170,13 +172,17 @@ def _counts_line(queue: str, counts: dict[str, int], states: tuple[str, ...]) ->
 
 def jobs(args: argparse.Namespace) -> int:
     queue = args.queue
+    action = bulk.action_of(args)
+    if action is not None:
+        return bulk.run(args, action)
+    limit = LIST_LIMIT if args.limit is None else args.limit
     with admin_client(args) as client:
         if _is_task_queue(client, queue):
             raise CliError(f"queue {queue!r} is a task queue: it holds no jobs (see worqr status)")
         counts = client.internals.job_counts(queue)
         states = (args.state,) if args.state else STATES
         listed = {
-            state: first_jobs(client, queue, state, args.limit)
+            state: first_jobs(client, queue, state, limit)
             for state in states
             if counts[state] or args.state
         }

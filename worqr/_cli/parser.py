@@ -26,6 +26,7 @@ from .base import (
     positive_int,
     queue_name,
 )
+from .health import add_health_options
 from .http_parser import add_http_command
 from .job_parser import add_job_commands
 from .limit_parser import add_limit_command
@@ -151,6 +152,7 @@ def _add_worker(commands: Subcommands) -> None:
         "handler) while its lease is still kept; past it peers fail the process and run its "
         "tasks elsewhere (default: the Worker's, 60)",
     )
+    add_health_options(parser)
     supervision = parser.add_argument_group("supervision (with --processes > 1)")
     supervision.add_argument(
         "--max-restarts",
@@ -203,6 +205,11 @@ def _add_admin(commands: Subcommands) -> None:
     parser = commands.add_on_queue(
         "delete", "Delete a queue with its tasks, processes and dead letters."
     )
+    parser.add_argument(
+        "--if-idle",
+        action="store_true",
+        help="only when no job or task is in process; else exit 1 and delete nothing",
+    )
     add_connection_options(parser)
 
     parser = commands.add_on_queue(
@@ -251,6 +258,12 @@ def _add_tools(commands: Subcommands) -> None:
     parser.add_argument("--port", type=port_number, help="port to serve on (default: 9150)")
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"
+    )
+    parser.add_argument(
+        "--stall-after",
+        type=positive_float,
+        metavar="SECONDS",
+        help="a schedule this long past its next fire counts as stalled (default: 60)",
     )
 
     parser = commands.add(

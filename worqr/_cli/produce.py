@@ -105,7 +105,7 @@ def cancel(args: argparse.Namespace) -> int:
 
 def delete(args: argparse.Namespace) -> int:
     with admin_client(args) as client:
-        client.delete_queue(args.queue)
+        client.delete_queue(args.queue, if_idle=args.if_idle)
     print(f"deleted queue {args.queue!r}")
     return EXIT_OK
 

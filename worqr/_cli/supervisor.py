@@ -107,6 +107,20 @@ class Supervisor:
         """Pids of the children running now, by index."""
         return [s.process.pid for s in self._slots if s.process is not None]
 
+    @property
+    def stopping(self) -> bool:
+        """Stopping every child (a stop signal came, or it gave up)."""
+        return self._stopping
+
+    def children(self) -> list[tuple[int, int | None, float]]:
+        """Each slot's index, the pid of its child (None while none runs) and
+        when that child started (monotonic); safe from any thread."""
+        found = []
+        for slot in self._slots:
+            process = slot.process
+            found.append((slot.index, None if process is None else process.pid, slot.started))
+        return found
+
     def request_stop(self, signum: int = signal.SIGTERM) -> None:
         """Stop as if ``signum`` had arrived (safe from any thread or a signal handler)."""
         self._signals.append(signum)

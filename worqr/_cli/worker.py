@@ -15,9 +15,11 @@ from typing import Any
 
 from .._clients.sentinel import check_url
 from .._errors import WorqrError
+from .._runtime.settings import WorkerSettings
 from .._runtime.worker import Worker
 from .._settings import with_overrides
 from .base import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliError
+from .health import SupervisorProbes, as_child, health_changes
 from .restart_policy import RestartPolicy
 from .supervised import ready_fd, report_ready, watch_parent
 from .supervisor import Supervisor
@@ -119,6 +121,7 @@ def configure(worker: Worker, args: argparse.Namespace, url: str | None) -> None
             f"{option} needs --processes > 1 (one process runs without a supervisor)",
             EXIT_USAGE,
         )
+    changes.update(health_changes(args, worker.settings))
     if args.cluster:
         changes["cluster"] = True
     if url is not None:
@@ -138,7 +141,7 @@ def run_worker(args: argparse.Namespace) -> int:
     url = os.environ.get(URL_ENV) if args.url_from_env else args.url
     configure(worker, args, url)
     if args.processes > 1:
-        return _supervise(args)
+        return _supervise(args, worker.settings)
     return _run_here(worker, args)
 
 
@@ -154,6 +157,7 @@ def _run_here(worker: Worker, args: argparse.Namespace) -> int:
         server = _serve_metrics(args)
         install_worker_metrics(worker)
     if args.supervised:
+        as_child(worker, args)
         watch_parent(worker.stop)
         fd = ready_fd()
 
@@ -210,12 +214,12 @@ def child_command(args: argparse.Namespace) -> Callable[[int], list[str]]:
     return command
 
 
-def _supervise(args: argparse.Namespace) -> int:
+def _supervise(args: argparse.Namespace, settings: WorkerSettings) -> int:
     env = dict(os.environ)
     if args.url is not None:
         env[URL_ENV] = args.url
     on_exit: Callable[[int], object] | None = None
-    server = directory = None
+    server = directory = probes = None
     if args.metrics_port is not None:
         from ..metrics import mark_dead, prepare_multiprocess_dir
 
@@ -224,19 +228,22 @@ def _supervise(args: argparse.Namespace) -> int:
         server = _serve_metrics(args)
         on_exit = lambda pid: mark_dead(pid, directory)  # noqa: E731
     try:
+        probes = SupervisorProbes(settings, env)  # the children report, it answers
         policy = with_overrides(
             RestartPolicy(),
             max_start_failures=args.max_restarts,
             failure_window=args.restart_window,
         )
-        supervisor = Supervisor(
-            child_command(args), args.processes, env=env, policy=policy, on_exit=on_exit
-        )
+        command = probes.command(child_command(args))
+        supervisor = Supervisor(command, args.processes, env=env, policy=policy, on_exit=on_exit)
+        probes.watch(supervisor)
         code = supervisor.run()
         if supervisor.reason is not None:
             raise CliError(supervisor.reason, code)
         return code
     finally:
+        if probes is not None:
+            probes.close()
         if server is not None:
             server.close()
         if directory is not None:

@@ -43,10 +43,11 @@ class AsyncApi(AsyncJobApi):
         copies end and their workers are told. Returns how many copies."""
         return await self._drive(self._core.producing.cancel_tasks(queue, task))
 
-    async def delete_queue(self, queue: str) -> None:
+    async def delete_queue(self, queue: str, *, if_idle: bool = False) -> None:
         """Drop ``queue`` with its tasks, processes and dead letters; listeners
-        get "delete" and in-process copies are fenced."""
-        await self._drive(self._core.deletion.delete_queue(queue))
+        get "delete" and in-process copies are fenced. ``if_idle``: while a job
+        (or task) is in process, delete nothing and raise `QueueBusyError`."""
+        await self._drive(self._core.deletion.delete_queue(queue, if_idle=if_idle))
 
     async def configure_queue(
         self,
@@ -195,7 +196,8 @@ class AsyncApi(AsyncJobApi):
 
     async def requeue_failed(self, queue: str) -> int:
         """Move the dead letters of ``queue`` to its back, oldest first, one atomic
-        move each; returns how many."""
+        move each; returns how many. On a job queue: ``retry_jobs(queue,
+        state="failed")``."""
         return await self._drive(self._core.dead_letters.requeue_failed(queue))
 
     async def purge_failed(self, queue: str) -> int:

@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import Coroutine, Iterable
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
@@ -30,6 +30,15 @@ from .pubsub_guard import AsyncPubSubGuard
 T = TypeVar("T")
 logger = logging.getLogger("worqr")
 LISTEN_SLICE = 1.0  # s an idle listener reads before it looks at the fallback poll again
+
+
+class ClientProgress(NamedTuple):
+    """What a client's health probes read (`AsyncWorqr._progress`)."""
+
+    since_heartbeat: float | None  # seconds since the last heartbeat landed (None: none yet)
+    loop_blocked: float  # seconds the loop has not answered the lease thread (0: it has)
+    culprit: str  # what was running on the loop meanwhile
+    listening: bool  # the pub/sub listener runs (False before the first subscribe)
 
 
 class AsyncWorqr(AsyncApi):
@@ -194,6 +203,21 @@ class AsyncWorqr(AsyncApi):
                 # the next read costs as much again and adds to enqueue-to-start.
                 await asyncio.sleep(0)
 
+    def _progress(self, now: float) -> ClientProgress:
+        """For the health probes, from any thread: reads, never waits. The loop
+        is watched by the lease thread (without one, a blocked loop shows as
+        heartbeats that stop landing)."""
+        last = self._core.state.last_heartbeat
+        lease = self._lease
+        blocked, culprit = (0.0, "") if lease is None else lease.blocked(now)
+        listener = next((t for t in list(self._tasks) if t.get_name() == "worqr-listener"), None)
+        return ClientProgress(
+            since_heartbeat=None if last == 0.0 else now - last,
+            loop_blocked=blocked,
+            culprit=culprit,
+            listening=listener is not None and not listener.done(),
+        )
+
     # -- closing ---------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -253,3 +277,7 @@ class AsyncWorqrInternals(AsyncInternals):
     def execute_once(self, request: Request) -> Coroutine[Any, Any, Any]:
         """Run ``request`` once on the client's own connection (never resent)."""
         return self._client._execute_once(request)
+
+    def progress(self, now: float) -> ClientProgress:
+        """What the health probes read of the client, from any thread: reads, never waits."""
+        return self._client._progress(now)

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from .._core.calls import Plan
 from .._core.jobs_work import JobFinish
+from .._core.limits import UNSET, Keep
 from .._flows import FlowInfo, FlowJob, FlowRef, Step
 from .._jobs import Backoff, JobInfo, JobProcess, JobRef
 from .._schedules import ScheduleInfo
@@ -130,6 +131,63 @@ class AsyncJobApi(Shell):
         False otherwise, or when another live job holds its unique marker. On a
         queue that holds tasks: `WrongQueueKindError`."""
         return await self._drive(self._core.job_reads.retry_job(queue, id))
+
+    async def update_job(
+        self,
+        queue: str,
+        id: str,
+        *,
+        payload: str | bytes | Keep = UNSET,
+        priority: int | Keep | None = UNSET,
+        delay: float | Keep | None = UNSET,
+        at: float | Keep | None = UNSET,
+    ) -> bool:
+        """Change a delayed, queued or retrying job: an option left out stays as
+        it is (None: back to the default, priority 0 or due now). A new payload
+        moves the job's unique marker with it; a queued job whose priority
+        changes goes to the back of its new priority; ``delay`` seconds from
+        now or ``at`` (epoch seconds, Redis's clock), not both, make it delayed,
+        or queued when due. False, changing nothing, for an active, terminal,
+        unknown or flow job, or when another live job holds the new payload's
+        unique marker."""
+        return await self._drive(
+            self._core.bulk.update_job(
+                queue, id, payload=payload, priority=priority, delay=delay, at=at
+            )
+        )
+
+    # -- bulk operations: bounded script calls, exact counts throughout ----------
+
+    async def cancel_jobs(self, queue: str, *, state: str | None = None) -> int:
+        """Cancel every job in ``state`` ("delayed", "queued", "retrying",
+        "waiting", "active"; None: every job not terminal), as `cancel_job` does
+        (active ones' handlers are stopped, their finish fenced); how many. Jobs
+        present when it began are cancelled, in chunks of 1,000 per script call;
+        one that arrives meanwhile may be too."""
+        return await self._drive(self._core.bulk.cancel_jobs(queue, state=state))
+
+    async def retry_jobs(
+        self, queue: str, *, state: str | None = None, limit: int | None = None
+    ) -> int:
+        """Give "failed" or "cancelled" jobs (None: both) a new life, queued
+        again with their attempts kept, at most ``limit``; jobs whose unique
+        payload another live job holds are left. How many."""
+        return await self._drive(self._core.bulk.retry_jobs(queue, state=state, limit=limit))
+
+    async def promote_jobs(self, queue: str, *, limit: int | None = None) -> int:
+        """Queue delayed jobs now (soonest due first, at most ``limit``), waking
+        idle workers for them; retrying jobs keep their backoff. How many."""
+        return await self._drive(self._core.bulk.promote_jobs(queue, limit=limit))
+
+    async def purge_jobs(
+        self, queue: str, state: str, *, older_than: float = 0.0, limit: int | None = None
+    ) -> int:
+        """Forget at most ``limit`` records of terminal ``state`` ("finished",
+        "failed", "cancelled") that ended ``older_than`` seconds ago or more, by
+        Redis's clock; how many."""
+        return await self._drive(
+            self._core.bulk.purge_jobs(queue, state, older_than=older_than, limit=limit)
+        )
 
     async def count_jobs(self, queue: str) -> dict[str, int]:
         """How many jobs ``queue`` holds in each state: delayed, queued, active,

@@ -88,6 +88,14 @@ class LeaseThread:
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
 
+    def blocked(self, now: float) -> tuple[float, str]:
+        """Seconds the loop has not answered the thread's ping (0: it has), and
+        what was running on it: for the health probes, from any thread."""
+        sent = self._ping_sent
+        if sent is None:
+            return 0.0, ""
+        return max(0.0, now - sent), describe_task(asyncio.current_task(self.loop))
+
     # -- in the thread -----------------------------------------------------------
 
     def _run(self) -> None:
@@ -189,6 +197,11 @@ class AsyncLease:
         executor = SyncExecutor(self.redis, self.core.state.settings)
         self._thread = LeaseThread(self.core, executor, loop, self._followup, self.core.state.hooks)
         self._thread.start()
+
+    def blocked(self, now: float) -> tuple[float, str]:
+        """`LeaseThread.blocked`; (0, "") before the thread started."""
+        thread = self._thread
+        return (0.0, "") if thread is None else thread.blocked(now)
 
     def _followup(self, worker: str, reply: int) -> None:
         """On the loop: a renewal left work for it."""

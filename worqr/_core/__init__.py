@@ -7,6 +7,7 @@ it): the clients in `worqr._clients` execute its plans.
 from __future__ import annotations
 
 from .._settings import Settings
+from .bulk import Bulk
 from .dead_letters import DeadLetters
 from .deletion import QueueDeletion
 from .flows import Flows
@@ -51,12 +52,13 @@ class Core:
         self.submission = submission = JobSubmission(state, kinds, producing)
         self.job_reads = job_reads = JobReads(state, kinds, notifications, relay)
         self.job_work = job_work = JobWork(state, kinds, membership, relay, refill)
-        self.dead_letters = DeadLetters(state, kinds, job_reads, job_work)
+        self.bulk = bulk = Bulk(state, kinds, relay, producing)
+        self.dead_letters = DeadLetters(state, kinds, job_reads, job_work, bulk)
         self.flows = Flows(state, kinds, producing, submission, job_reads, relay)
         self.schedules = Schedules(state, kinds, producing, submission)
         self.limits = Limits(state, kinds)
         self.deletion = QueueDeletion(state, kinds, relay)
-        self.pausing = Pausing(state, kinds)
+        self.pausing = Pausing(state, kinds, submission)
         self.groups = Groups(state, kinds)
 
 

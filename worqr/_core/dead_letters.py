@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .._process import decode_task
 from . import scripts
+from .bulk import Bulk
 from .calls import Plan, command
 from .jobs_read import JobReads
 from .jobs_work import JobWork
@@ -14,12 +15,18 @@ from .state import CoreState
 
 class DeadLetters:
     def __init__(
-        self, state: CoreState, kinds: QueueKinds, job_reads: JobReads, job_work: JobWork
+        self,
+        state: CoreState,
+        kinds: QueueKinds,
+        job_reads: JobReads,
+        job_work: JobWork,
+        bulk: Bulk,
     ) -> None:
         self.state = state
         self.kinds = kinds
         self.job_reads = job_reads
         self.job_work = job_work
+        self.bulk = bulk
 
     def count_failed(self, queue: str) -> Plan[int]:
         if (yield from self.kinds.of(queue)) == "jobs":
@@ -47,10 +54,10 @@ class DeadLetters:
         first, in chunks; returns how many moved. Each task moves atomically, so
         the plan is safe to stop and redo; letters that fail again meanwhile are
         left for the next call (no endless loop). On a job queue: every failed
-        job gets a new life (`retry_job`), but those whose unique marker another
-        live job holds."""
+        job gets a new life (``retry_jobs(state="failed")``), but those whose
+        unique marker another live job holds."""
         if (yield from self.kinds.of(queue)) == "jobs":
-            return (yield from self.job_work.redrive_jobs(queue))
+            return (yield from self.bulk.retry_jobs(queue, state="failed"))
         keys = self.state.queue_keys(queue)
         chunk = self.state.settings.requeue_chunk
         publish = yield from self.state.publishing()

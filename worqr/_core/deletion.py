@@ -12,7 +12,8 @@ later, so a late resend of a hop that created a job here creates nothing.
 
 from __future__ import annotations
 
-from .._errors import WorqrError
+from .. import _checks as checks
+from .._errors import QueueBusyError, WorqrError
 from .._jobs import APPLIED_TTL_MS
 from . import flow_scripts, scripts
 from .calls import Plan, command
@@ -31,18 +32,31 @@ class QueueDeletion:
         self.kinds = kinds
         self.relay = relay
 
-    def delete_queue(self, queue: str) -> Plan[None]:
+    def delete_queue(self, queue: str, *, if_idle: bool = False) -> Plan[None]:
+        """Drop the queue; with ``if_idle``, `QueueBusyError` and nothing
+        deleted while it has a job (or task) in process, which the deleting
+        script checks. A queue with live flow jobs has them ended first (they
+        report to their flows), after a first check: a job taken between that
+        check and the script leaves them ended and the queue in place."""
         state = self.state
         keys = state.queue_keys(queue)
+        checks.flag("if_idle", if_idle)
         publish = yield from state.publishing()
-        # Schedules first, in one command: none can fire into the queue after it went.
-        yield command("UNLINK", *keys.sched_keys)
+        if if_idle:
+            if int((yield command("HLEN", keys.processes))):
+                raise _busy(queue)
+        else:
+            # Schedules first, in one command: none can fire into the queue after it
+            # went. (With if_idle the script drops them, only when it deletes.)
+            yield command("UNLINK", *keys.sched_keys)
         for _ in range(MAX_ATTEMPTS):
             yield from self._end_flow_jobs(queue, publish)
             members = [text(member) for member in (yield command("SMEMBERS", keys.members))]
             deleted = yield scripts.delete_queue(
-                keys, members, publish=publish, applied_ttl_ms=APPLIED_TTL_MS
+                keys, members, publish=publish, applied_ttl_ms=APPLIED_TTL_MS, if_idle=if_idle
             )
+            if int(deleted) == -2:
+                raise _busy(queue)
             if int(deleted) >= 0:
                 break
         else:
@@ -78,3 +92,7 @@ class QueueDeletion:
             yield flow_scripts.flow_index(
                 self.state.mesh, flow_id, mode="cancel", spec="", ttl_ms=0
             )
+
+
+def _busy(queue: str) -> QueueBusyError:
+    return QueueBusyError(f"queue {queue!r} has jobs in process: nothing was deleted")

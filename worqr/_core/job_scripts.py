@@ -192,14 +192,6 @@ def job_retry(keys: QueueKeys, id: str, nonce: str, *, publish: str) -> Call:
     )
 
 
-def job_redrive(keys: QueueKeys, *, count: int, skip: int, publish: str) -> Call:
-    return Call(
-        "job_redrive",
-        (*keys.job_keys, keys.idle, keys.stats),
-        (count, skip, keys.wake_prefix, publish),
-    )
-
-
 def job_watch(keys: QueueKeys, id: str, *, watch: bool, with_payload: bool) -> Call:
     return Call(
         "job_watch",

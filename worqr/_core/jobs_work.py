@@ -1,6 +1,6 @@
 """Plans a worker runs on job queues: take (carrying finishes and their
 results), fail, stop, progress, promote; and the job queues' side of
-dead-letter management."""
+dead-letter management (retrying them is `Bulk.retry_jobs`)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from .state import CoreState, text
 JobFinish = tuple[JobProcess, str, bytes]
 """A finish the worker carries: the process, the result type (s, b, n), the result."""
 
-REDRIVE_CHUNK = 200  # failed jobs given a new life per script call
+PURGE_CHUNK = 200  # failed jobs dropped per script call (purge_failed)
 _RECORD = json.JSONDecoder()  # a take's hot path skips json.loads's checks
 
 
@@ -247,8 +247,8 @@ class JobWork:
         return bool(reply == 1)
 
     def promote_due(self, queue: str) -> Plan[int]:
-        """Make the jobs already due ready and wake idle members for them (the
-        timer holder with no free slot)."""
+        """Make due jobs ready and wake idle members for them (the timer holder
+        with no free slot)."""
         publish = yield from self.state.publishing()
         promoted, _, refill = yield job_scripts.job_promote(
             self.state.queue_keys(queue), publish=publish, policy=self.state.settings.jobs.policy
@@ -260,24 +260,11 @@ class JobWork:
 
     # -- the failed jobs of a job queue (get_failed and friends dispatch here) ----
 
-    def redrive_jobs(self, queue: str) -> Plan[int]:
-        keys = self.state.queue_keys(queue)
-        publish = yield from self.state.publishing()
-        moved_total = skip = 0
-        while True:
-            moved, skipped, remaining = yield job_scripts.job_redrive(
-                keys, count=REDRIVE_CHUNK, skip=skip, publish=publish
-            )
-            moved_total += int(moved)
-            skip += int(skipped)
-            if int(remaining) == 0 or int(moved) + int(skipped) == 0:
-                return moved_total
-
     def purge_failed_jobs(self, queue: str) -> Plan[int]:
         keys = self.state.queue_keys(queue)
         dropped_total = 0
         while True:
-            dropped, remaining = yield job_scripts.job_purge_failed(keys, count=REDRIVE_CHUNK)
+            dropped, remaining = yield job_scripts.job_purge_failed(keys, count=PURGE_CHUNK)
             dropped_total += int(dropped)
             if int(remaining) == 0 or int(dropped) == 0:
                 return dropped_total

@@ -18,18 +18,22 @@ from .._errors import WrongQueueKindError
 from .._schedules import validate_schedule_name
 from . import job_scripts
 from .calls import Plan, command
+from .jobs_submit import JobSubmission
 from .kinds import QueueKinds
 from .state import CoreState
 
 
 class Pausing:
-    def __init__(self, state: CoreState, kinds: QueueKinds) -> None:
+    def __init__(self, state: CoreState, kinds: QueueKinds, submission: JobSubmission) -> None:
         self.state = state
         self.kinds = kinds
+        self.submission = submission  # registers a queue paused before it had jobs
 
     def pause(self, queue: str) -> Plan[None]:
         """Pause a job queue (a new queue becomes one) on every worker until
-        `resume`; raises `WrongQueueKindError` on a queue that holds tasks."""
+        `resume`; raises `WrongQueueKindError` on a queue that holds tasks. The
+        queue is registered, so a pause made before any job is listed (status,
+        metrics, the web view) like the queue's jobs will be."""
         state = self.state
         keys = state.queue_keys(queue)
         try:
@@ -39,6 +43,7 @@ class Pausing:
                 f"queue {queue!r}: {error}", queue_kind=error.queue_kind
             ) from None
         self.kinds.learned(queue, "jobs")
+        yield from self.submission.register_job_queue(queue)
 
     def resume(self, queue: str) -> Plan[None]:
         """Let a paused queue's jobs start again, waking as many idle workers as

@@ -53,7 +53,12 @@ def cancel(keys: QueueKeys, task: bytes, *, publish: str) -> Call:
 
 
 def delete_queue(
-    keys: QueueKeys, members: Sequence[str], *, publish: str, applied_ttl_ms: int
+    keys: QueueKeys,
+    members: Sequence[str],
+    *,
+    publish: str,
+    applied_ttl_ms: int,
+    if_idle: bool = False,
 ) -> Call:
     return _call(
         "delete_queue",
@@ -71,9 +76,10 @@ def delete_queue(
             keys.job_flow,
             keys.job_waiting,
             keys.job_applied,
+            *keys.sched_keys,
             *(keys.owned(member) for member in members),
         ),
-        (keys.events, keys.notify, publish, applied_ttl_ms),
+        (keys.events, keys.notify, publish, applied_ttl_ms, "1" if if_idle else "0"),
     )
 
 

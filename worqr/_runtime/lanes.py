@@ -74,7 +74,7 @@ class Lanes:
         self._capacity = capacity
         self._hooks = hooks
         self._stopping = stopping
-        self._steps: TakeLoop[Finish] = TakeLoop(
+        self.take_loop: TakeLoop[Finish] = TakeLoop(
             capacity,
             stopping=stopping,
             lease_fresh=lease_fresh,
@@ -285,7 +285,7 @@ class Lanes:
         worker stops. The decisions are `taking.TakeLoop`'s; this drives them
         with blocking calls."""
         lane.queue, lane.finishes, lane.taken = queue, finishes, []
-        steps = self._steps.steps(queue, lane, lane.outage, lane.outage, reserved)
+        steps = self.take_loop.steps(queue, lane, lane.outage, lane.outage, reserved)
         try:
             for action in steps:
                 if type(action) is Take:

@@ -51,7 +51,7 @@ class Puller:
         self.configured: set[str] = set()  # persistent queues set never to dead-letter
         self._start = start
         self._wake = wake
-        self._steps: TakeLoop[Ack] = TakeLoop(
+        self.take_loop: TakeLoop[Ack] = TakeLoop(
             capacity,
             stopping=stopping,
             lease_fresh=lambda: client.lease_fresh(),
@@ -82,7 +82,7 @@ class Puller:
     async def _fill(self, queue: str, waiting: _Waiting, outage: OutageLog) -> None:
         """Take until the queue runs short or no slot is free; each take also
         finishes the processes waiting on this queue, in the same script call."""
-        steps = self._steps.steps(queue, waiting, outage, self.acks.outage)
+        steps = self.take_loop.steps(queue, waiting, outage, self.acks.outage)
         try:
             for action in steps:
                 if type(action) is Take:

@@ -36,6 +36,11 @@ class WorkerSettings:
             oldest first, and the queues take turns.
             Never on a queue with its own limit in ``queue_limits``, nor on
             persistent queues.
+        health_port: serve the health probes ``/livez`` and ``/readyz`` on this
+            port while the worker runs (0: a free one, logged); None serves none.
+        health_host: the address the probes bind (loopback unless said).
+        livez_after: seconds the event loop or a take loop may make no progress
+            before ``/livez`` answers 503; shorter than ``client.max_blocked``.
     """
 
     client: Settings = field(default_factory=Settings)
@@ -45,6 +50,9 @@ class WorkerSettings:
     log_payloads: bool = False
     batch: int | None = None
     take_ahead: bool = True
+    health_port: int | None = None
+    health_host: str = "127.0.0.1"
+    livez_after: float = 5.0
 
     @property
     def max_blocked(self) -> float:
@@ -65,3 +73,12 @@ class WorkerSettings:
         optional_count("batch", self.batch, low=1)
         flag("take_ahead", self.take_ahead)
         flag("log_payloads", self.log_payloads)
+        optional_count("health_port", self.health_port, high=65535)
+        if not isinstance(self.health_host, str) or not self.health_host:
+            raise TypeError("health_host must be a non-empty str")
+        seconds("livez_after", self.livez_after, above=True)
+        if self.health_port is not None and self.livez_after >= self.max_blocked:
+            raise ValueError(
+                f"livez_after ({self.livez_after:g}) must be shorter than max_blocked "
+                f"({self.max_blocked:g}): past max_blocked peers fail the worker anyway"
+            )

@@ -24,6 +24,7 @@ take, and no exception: a generator driven by ``for`` ends without one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
@@ -135,6 +136,13 @@ class TakeLoop(Generic[F]):
         self.fills = fills
         self._stopping = stopping
         self._lease_fresh = lease_fresh
+        # Takes in flight (id of the Take -> queue, when yielded): the health probes' read.
+        self.in_flight: dict[int, tuple[str, float]] = {}
+
+    def oldest_take(self) -> tuple[str, float] | None:
+        """The queue and start (monotonic) of the take in flight longest, if any."""
+        taking = list(self.in_flight.values())  # one C call: safe beside lane threads
+        return min(taking, key=lambda each: each[1]) if taking else None
 
     def steps(
         self,
@@ -164,12 +172,15 @@ class TakeLoop(Generic[F]):
                 return  # a process ending wakes this queue again
             carried = finishes.carry()
             take = Take(asked, carried)
+            self.in_flight[id(take)] = (queue, time.monotonic())
             try:
                 yield take
             except GeneratorExit:  # the shell stopped (a cancel) and holds what it did
                 capacity.abandon(queue, asked)
                 finishes.keep(carried)
                 raise
+            finally:
+                del self.in_flight[id(take)]
             if take.reply is None:
                 assert take.error is not None
                 yield from self._failed(queue, take, finishes, outage, ack_outage)

@@ -32,6 +32,8 @@ from .lane_setup import make_lanes
 from .lanes import Lanes
 from .lifecycle import Lifecycle, until_answered
 from .pace import HandlerPace
+from .probes import ProbeServer
+from .progress import PULLER_PREFIX, Watched, WorkerChecks
 from .pulling import Puller
 from .registry import HandlerRegistry
 from .running import Handler, Reason
@@ -112,6 +114,8 @@ class Worker(HandlerRegistry, Lifecycle):
         self._puller: Puller | None = None
         self._lanes: Lanes | None = None
         self._timers: dict[str, asyncio.TimerHandle] = {}  # queue -> its due-jobs timer
+        self._watched: Watched | None = None  # what the health probes read during a run
+        self._probes: ProbeServer | None = None
 
     # -- configuration ---------------------------------------------------------
 
@@ -230,7 +234,26 @@ class Worker(HandlerRegistry, Lifecycle):
         )
         if self._lanes is None and settings.take_ahead:  # the loop's handlers take ahead
             self._dispatch.pace = HandlerPace(capacity, settings.concurrency)
+        take_loop = self._puller.take_loop if self._lanes is None else self._lanes.take_loop
+        self._watched = Watched(
+            client, settings.client.ttl, [take_loop], self._started, self._is_stopping
+        )
+        if settings.health_port is not None:  # last: nothing after it can fail
+            self._serve_probes(settings.health_port, settings.health_host)
         return client
+
+    def _serve_probes(self, port: int, host: str) -> None:
+        try:
+            self._probes = ProbeServer(self.health_checks(self.settings.livez_after), port, host)
+        except OSError as error:
+            raise WorqrError(
+                f"cannot serve health probes on {host}:{port}: {error.strerror or error}"
+            ) from None
+        logger.info("health probes on http://%s:%d/livez and /readyz", host, self._probes.port)
+
+    def health_checks(self, livez_after: float) -> WorkerChecks:
+        """The health checks of this worker's runs (`progress`)."""
+        return WorkerChecks(lambda: self._watched, livez_after)
 
     def _join_steps(self, client: AsyncWorqr) -> list[Callable[[], Awaitable[Any]]]:
         steps: list[Callable[[], Awaitable[Any]]] = [client.start_worker]
@@ -249,9 +272,11 @@ class Worker(HandlerRegistry, Lifecycle):
             pullers = [asyncio.create_task(self._run_lanes(self._lanes), name="worqr-lanes")]
         else:
             pullers = [
-                asyncio.create_task(self._puller.pull(queue), name=f"worqr-pull-{queue}")
+                asyncio.create_task(self._puller.pull(queue), name=PULLER_PREFIX + queue)
                 for queue in self._specs
             ]
+        if self._watched is not None:
+            self._watched.pullers = pullers
         fence = asyncio.create_task(self._dispatch.fence(), name="worqr-fence")
         return [*pullers, fence, asyncio.create_task(self._dispatch.watch(), name="worqr-watch")]
 
@@ -339,6 +364,10 @@ class Worker(HandlerRegistry, Lifecycle):
             self._lanes.shutdown()
         self._dispatch = self._puller = self._lanes = None
         self._client = None
+        self._watched = None
+        if self._probes is not None:
+            probes, self._probes = self._probes, None
+            probes.close()
 
     def _more_to_wait_for(self) -> set[asyncio.Future[Any]]:
         drained = None if self._lanes is None else self._lanes.drained()

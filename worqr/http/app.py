@@ -31,7 +31,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from .._clients.async_client import AsyncWorqr
-from . import jobs, limits, queues
+from . import bulk, jobs, limits, queues
 from .config import DEFAULT_MAX_BODY_BYTES, EVENTS_INTERVAL, HttpConfig
 from .errors import EXCEPTION_HANDLERS
 from .openapi import openapi_route
@@ -39,7 +39,12 @@ from .operations import Operation, routes
 from .paths import EncodedSlashes
 from .security import Guard
 
-OPERATIONS: list[Operation] = [*jobs.OPERATIONS, *queues.OPERATIONS, *limits.OPERATIONS]
+OPERATIONS: list[Operation] = [
+    *jobs.OPERATIONS,
+    *bulk.OPERATIONS,
+    *queues.OPERATIONS,
+    *limits.OPERATIONS,
+]
 """Every operation of the API: the routes and the OpenAPI document come from these."""
 
 

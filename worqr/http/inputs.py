@@ -51,7 +51,7 @@ def job_id_of(request: Request) -> str:
 
 @cache
 def _field_types(model: type[BaseModel]) -> dict[str, str]:
-    """Each query field's JSON type ("integer", "number", or "string")."""
+    """Each query field's JSON type ("integer", "number", "boolean" or "string")."""
     properties = model.model_json_schema()["properties"]
     return {name: schema.get("type", "string") for name, schema in properties.items()}
 
@@ -61,6 +61,10 @@ def _query_value(name: str, text: str, kind: str) -> Any:
         if not _INTEGER.fullmatch(text):
             raise bad_request("invalid_parameter", f"{name} must be an integer, got {text!r}")
         return int(text)
+    if kind == "boolean":
+        if text not in ("true", "false"):
+            raise bad_request("invalid_parameter", f"{name} must be true or false, got {text!r}")
+        return text == "true"
     if kind == "number":
         if not _NUMBER.fullmatch(text):
             raise bad_request("invalid_parameter", f"{name} must be a number, got {text!r}")

@@ -338,3 +338,90 @@ class WaitQuery(BaseModel):
         float,
         Field(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False, description="seconds to wait"),
     ] = 0.0
+
+
+# -- bulk operations and update ------------------------------------------------
+
+LiveState = Literal["delayed", "queued", "retrying", "active"]
+BulkLimit = Annotated[int, Field(ge=1, le=MAX_COUNT, description="at most this many jobs"), WHOLE]
+
+
+class CancelJobsBody(NoNulls):
+    """Which jobs to cancel: those in ``state``; every job not terminal when left out."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{}, {"state": "queued"}]})
+
+    state: LiveState | SkipJsonSchema[None] = None
+
+
+class RetryJobsBody(NoNulls):
+    """Which jobs get a new life: ``state`` failed or cancelled (both when left
+    out), at most ``limit``."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{}, {"state": "failed"}]})
+
+    state: Literal["failed", "cancelled"] | SkipJsonSchema[None] = None
+    limit: BulkLimit | SkipJsonSchema[None] = None
+
+
+class PromoteJobsBody(NoNulls):
+    """At most ``limit`` delayed jobs, soonest due first (all when left out)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{}, {"limit": 100}]})
+
+    limit: BulkLimit | SkipJsonSchema[None] = None
+
+
+class PurgeJobsQuery(BaseModel):
+    model_config = _STRICT
+
+    state: Literal["finished", "failed", "cancelled"]
+    older_than: Annotated[
+        float, Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False, description="seconds ago, at least")
+    ] = 0.0
+    limit: BulkLimit | SkipJsonSchema[None] = None
+
+
+class UpdateJobBody(NoNulls):
+    """What changes in a delayed, queued or retrying job; a field left out stays."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "allOf": [
+                {"not": {"required": ["payload", "payload_b64"]}},
+                {"not": {"required": ["delay", "at"]}},
+            ],
+            "examples": [{"priority": 5}, {"payload": "new", "delay": 60}],
+        }
+    )
+
+    payload: str | SkipJsonSchema[None] = None
+    payload_b64: Base64 | SkipJsonSchema[None] = None
+    priority: (
+        Annotated[int, Field(ge=-MAX_PRIORITY, le=MAX_PRIORITY), WHOLE] | SkipJsonSchema[None]
+    ) = None
+    delay: Seconds | SkipJsonSchema[None] = Field(None, description="seconds from now until due")
+    at: Annotated[float, seconds(high=MAX_EPOCH_SECONDS)] | SkipJsonSchema[None] = Field(
+        None, description="when it is due: epoch seconds on Redis's clock"
+    )
+
+    @model_validator(mode="after")
+    def _one_payload_one_due(self) -> UpdateJobBody:
+        if len(given(self, "payload", "payload_b64")) > 1:
+            raise ValueError("give payload (text) or payload_b64 (base64), not both")
+        if len(given(self, "delay", "at")) > 1:
+            raise ValueError("give delay or at, not both")
+        return self
+
+    def changes(self) -> dict[str, Any]:
+        """The keyword arguments of `update_job` given in this body."""
+        changes = {name: getattr(self, name) for name in given(self, "priority", "delay", "at")}
+        if given(self, "payload", "payload_b64"):
+            changes["payload"] = text_or_bytes(self.payload, self.payload_b64)
+        return changes
+
+
+class DeleteQueueQuery(BaseModel):
+    model_config = _STRICT
+
+    if_idle: bool = Field(False, description="refuse (409 queue_busy) while a job is in process")

@@ -32,7 +32,7 @@ ERROR_CODES = {
     403: "untrusted_host, or cross_origin: a mutation from another site's page",
     404: "job_not_found, schedule_not_found; not_found: no such path (an empty name)",
     409: "wrong_queue_kind (a task operation on a job queue or the reverse), "
-    "not_cancellable, not_retryable",
+    "not_cancellable, not_retryable, not_updatable, queue_busy",
     413: "body_too_large",
     503: "redis_unavailable, or ambiguous_result (the submit may have been applied: sending it "
     "again with the same id creates nothing twice while that job lives, but runs it again "

@@ -88,9 +88,13 @@ def routes(operations: Sequence[Operation]) -> list[BaseRoute]:
         if operation.method in methods:
             raise ValueError(f"{operation.method} {operation.path} is declared twice")
         methods[operation.method] = operation
+    # A path with a name where another has a word (``.../jobs/{id}`` and
+    # ``.../jobs/cancel``) comes after it: the router answers a method neither
+    # has for the first path it matches, and that 405 names the word's methods
+    # (GET .../jobs/cancel is still the job named "cancel").
+    ordered = sorted(by_path, key=lambda path: [part.startswith("{") for part in path.split("/")])
     return [
-        Route(path, _dispatcher(methods), methods=list(methods))
-        for path, methods in by_path.items()
+        Route(path, _dispatcher(by_path[path]), methods=list(by_path[path])) for path in ordered
     ]
 
 

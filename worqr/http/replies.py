@@ -142,6 +142,18 @@ class PurgedReply(Reply):
     purged: int
 
 
+class RetriedReply(Reply):
+    retried: int
+
+
+class PromotedReply(Reply):
+    promoted: int
+
+
+class DeletedReply(Reply):
+    deleted: str = Field(description="the queue")
+
+
 class RateReply(Reply):
     starts: int
     seconds: float

@@ -5,6 +5,7 @@
 -- them first, so each reports). Its outbox stays until relayed (it empties,
 -- and so goes, as relays ack), and job_applied expires after applied_ttl_ms
 -- (a late resend of a flow hop that created a job here creates nothing).
+-- With if_idle, refused (nothing done) while a job or task is in process.
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] processes     hash    process id -> task or entry
 -- KEYS[17] members       set     workers allowed to take from this queue
@@ -18,15 +19,19 @@
 -- KEYS[25] job_flow      hash    parent#life|i -> child i's outcome
 -- KEYS[26] job_waiting   zset    flow parents waiting for their children
 -- KEYS[27] job_applied   zset    's:<id>' of flow jobs created or blocked -> forget ms
--- KEYS[28..n] owned      zset    each member's process ids on this queue
+-- KEYS[28] job_sched     hash    schedule name -> spec
+-- KEYS[29] job_sched_next zset   schedule names by next fire ms
+-- KEYS[30] job_sched_data hash   schedule name -> payload of its jobs
+-- KEYS[31..n] owned      zset    each member's process ids on this queue
 -- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}):
 --   each group's ready keys, named by the `grp` hash, go with it.
 -- ARGV[1] events            broadcast channel of the queue
 -- ARGV[2] notify            the queue's channel for waiters
 -- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[4] applied_ttl_ms    how long job_applied is kept after the queue went
+-- ARGV[5] if_idle           '1': refuse while the queue has processes; '0': don't
 -- Reply: integer, number of keys deleted; -1 (nothing done) while live flow jobs
---   are left.
+--   are left; -2 (nothing done) with if_idle while the queue has processes.
 -- Errors: none.
 -- Events: 'delete' on events; 'deleted' on notify (waiters find their jobs gone).
 --!include publish
@@ -45,11 +50,19 @@ local job_flow_live = KEYS[24]
 local job_flow = KEYS[25]
 local job_waiting = KEYS[26]
 local job_applied = KEYS[27]
-local first_owned = 28  -- KEYS[28..n] owned, one per member
+local job_sched = KEYS[28]
+local job_sched_next = KEYS[29]
+local job_sched_data = KEYS[30]
+local first_owned = 31  -- KEYS[31..n] owned, one per member
 local events = ARGV[1]
 local notify = ARGV[2]
 local publish = publish_command(ARGV[3])
 local applied_ttl_ms = tonumber(ARGV[4])
+local if_idle = ARGV[5]
+
+if if_idle == '1' and redis.call('HLEN', processes) > 0 then
+  return -2
+end
 
 if redis.call('ZCARD', job_flow_live) > 0 then
   return -1
@@ -60,7 +73,7 @@ local deleted = redis.call('UNLINK', J.tasks, J.prio, J.seq, J.jobs, J.data, J.r
   J.progress, J.delayed, J.retrying, J.finished, J.failed, J.cancelled, J.unique, J.counts,
   J.timer)
 deleted = deleted + redis.call('UNLINK', processes, members, idle, recoveries, failed, config,
-  stats, seq, job_flow, job_waiting)
+  stats, seq, job_flow, job_waiting, job_sched, job_sched_next, job_sched_data)
 group_keys(J)
 for _, group in ipairs(redis.call('HKEYS', J.grp)) do
   if group ~= '' then

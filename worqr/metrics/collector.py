@@ -22,6 +22,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 from redis.cluster import RedisCluster
 
+from .._checks import seconds
 from .._clients.connect import resolve_url
 from .._clients.resend import no_redis_retries
 from .._clients.sentinel import client_from_url
@@ -33,7 +34,7 @@ from .._keys import MeshKeys
 from .._settings import Settings
 from .flow_metrics import outbox_metrics
 from .limit_metrics import limit_metrics
-from .schedules import STALLED_HELP, read_schedules
+from .schedules import STALL_AFTER, STALLED_HELP, read_schedules
 
 logger = logging.getLogger("worqr.metrics")
 
@@ -126,9 +127,16 @@ class MeshCollector(Collector):
     """
 
     def __init__(
-        self, redis: redis_py.Redis | RedisCluster, prefix: str = "worqr", max_queues: int = 1000
+        self,
+        redis: redis_py.Redis | RedisCluster,
+        prefix: str = "worqr",
+        max_queues: int = 1000,
+        *,
+        stall_after: float = STALL_AFTER,
     ):
         self.redis = redis
+        # A schedule this many seconds past its next fire counts as stalled.
+        self.stall_after = seconds("stall_after", stall_after, above=True)
         # The job counts' script calls (NOSCRIPT: loaded, and the batch sent again).
         self._executor = SyncExecutor(redis, Settings())
         self.mesh = MeshKeys(prefix)
@@ -145,6 +153,7 @@ class MeshCollector(Collector):
         *,
         timeout: float = 2.0,
         cluster: bool = False,
+        stall_after: float = STALL_AFTER,
     ) -> MeshCollector:
         """A collector with its own connection; ``timeout`` bounds each round trip,
         so a stalled Redis cannot hang a scrape past Prometheus' own timeout.
@@ -160,7 +169,7 @@ class MeshCollector(Collector):
             client = RedisCluster.from_url(resolve_url(url), retry=no_redis_retries(), **options)
         else:
             client = client_from_url(resolve_url(url), retry=no_redis_retries(), **options)
-        return cls(client, prefix)
+        return cls(client, prefix, stall_after=stall_after)
 
     def describe(self) -> Iterable[Metric]:
         return []  # unchecked: the series depend on what Redis holds at scrape time
@@ -233,7 +242,7 @@ class MeshCollector(Collector):
                 counted.update(self._read_job_counts(late))
             job_queues = [q for q in batch if _is_jobs(replies[q][5])]
             for queue, (n_schedules, n_stalled) in read_schedules(
-                self.redis, self.mesh, job_queues
+                self.redis, self.mesh, job_queues, self.stall_after
             ).items():
                 schedules.add_metric([queue], float(n_schedules))
                 stalled.add_metric([queue], float(n_stalled))

@@ -20,6 +20,7 @@ from redis.exceptions import RedisClusterException, RedisError
 
 from .._keys import validate_name
 from .collector import MeshCollector
+from .schedules import STALL_AFTER
 from .serve import serve
 
 DEFAULT_PORT = 9150
@@ -28,10 +29,12 @@ logger = logging.getLogger("worqr.metrics")
 
 
 def exporter_registry(
-    url: str | None, prefix: str, *, cluster: bool = False
+    url: str | None, prefix: str, *, cluster: bool = False, stall_after: float = STALL_AFTER
 ) -> tuple[CollectorRegistry, MeshCollector]:
     registry = CollectorRegistry()
-    collector = MeshCollector.from_url(url, validate_name(prefix, "prefix"), cluster=cluster)
+    collector = MeshCollector.from_url(
+        url, validate_name(prefix, "prefix"), cluster=cluster, stall_after=stall_after
+    )
     registry.register(collector)
     return registry, collector
 
@@ -44,12 +47,14 @@ def run_exporter(
     stop: threading.Event | None = None,
     *,
     cluster: bool = False,
+    stall_after: float = STALL_AFTER,
 ) -> None:
     """Serve ``/metrics`` for the mesh until ``stop`` is set (or SIGTERM/SIGINT
     when called from the main thread). Redis being down is not an error: scrapes
-    report ``worqr_collector_up 0`` until it is back."""
+    report ``worqr_collector_up 0`` until it is back. A schedule ``stall_after``
+    seconds past its next fire counts in ``worqr_schedules_stalled``."""
     stop = stop or threading.Event()
-    registry, collector = exporter_registry(url, prefix, cluster=cluster)
+    registry, collector = exporter_registry(url, prefix, cluster=cluster, stall_after=stall_after)
     server = serve(port, host, registry)
     logger.info("worqr exporter serving http://%s:%d/metrics", host, server.port)
     previous: dict[signal.Signals, Any] = {}
@@ -70,7 +75,8 @@ def run_exporter(
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    """The exporter's options (``--url``, ``--prefix``, ``--port``, ``--host``)."""
+    """The exporter's options (``--url``, ``--prefix``, ``--port``, ``--host``,
+    ``--stall-after``)."""
     parser = parser or argparse.ArgumentParser(
         prog="worqr exporter", description="Serve the mesh's queue metrics for Prometheus."
     )
@@ -83,6 +89,13 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: loopback only)"
     )
+    parser.add_argument(
+        "--stall-after",
+        type=float,
+        default=STALL_AFTER,
+        metavar="SECONDS",
+        help="a schedule this long past its next fire counts as stalled (default: 60)",
+    )
     return parser
 
 
@@ -91,7 +104,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
-        run_exporter(args.url, args.prefix, args.port, args.host, cluster=args.cluster)
+        run_exporter(
+            args.url,
+            args.prefix,
+            args.port,
+            args.host,
+            cluster=args.cluster,
+            stall_after=args.stall_after,
+        )
     # Port taken, bad prefix, a cluster out of reach: one line, no traceback.
     except (OSError, ValueError, RedisError, RedisClusterException) as error:
         print(f"worqr exporter: error: {error}", file=sys.stderr)

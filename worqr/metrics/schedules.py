@@ -7,22 +7,25 @@ from typing import Any
 
 from .._keys import MeshKeys
 
-STALL_AFTER_MS = 60_000
-"""A schedule this long past its next fire is stalled: its cron buffer ran out
-(no worker could compute fire times) or no member of its queue fires it."""
+STALL_AFTER = 60.0
+"""Seconds past its next fire after which a schedule counts as stalled, unless
+the exporter is told otherwise (``--stall-after``): its cron buffer ran out (no
+worker could compute fire times) or no member of its queue fires it."""
 STALLED_HELP = (
-    "Schedules over a minute past their next fire: out of fire times, or no member "
-    "of the queue to fire them"
+    "Schedules past their next fire by more than the exporter's --stall-after "
+    "(default a minute): out of fire times, or no member of the queue to fire them"
 )
 
 
-def read_schedules(redis: Any, mesh: MeshKeys, queues: list[str]) -> dict[str, tuple[int, int]]:
+def read_schedules(
+    redis: Any, mesh: MeshKeys, queues: list[str], stall_after: float = STALL_AFTER
+) -> dict[str, tuple[int, int]]:
     """queue -> (schedules, stalled) for each of ``queues`` (job queues): one
     ``TIME`` and one pipelined round trip, O(log N) per queue."""
     if not queues:
         return {}
     seconds, micros = redis.time()
-    late = int(seconds) * 1000 + int(micros) // 1000 - STALL_AFTER_MS
+    late = int(seconds) * 1000 + int(micros) // 1000 - round(stall_after * 1000)
     with redis.pipeline(transaction=False) as pipe:
         for queue in queues:
             keys = mesh.queue(queue)

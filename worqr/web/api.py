@@ -216,6 +216,30 @@ def _pausing(paused: bool) -> Handler:
     return action
 
 
+_BULK: dict[str, Callable[[AsyncWorqr, str, str | None], Awaitable[int]]] = {
+    "cancel": lambda client, queue, state: client.cancel_jobs(queue, state=state),
+    "retry": lambda client, queue, state: client.retry_jobs(queue, state=state),
+    "promote": lambda client, queue, state: client.promote_jobs(queue),
+    "purge": lambda client, queue, state: client.purge_jobs(queue, str(state)),
+}
+
+
+async def _bulk(request: Request) -> Response:
+    """A button over every job of a state (cancel, retry, promote, purge):
+    ``{"done": n}``, how many; the library refuses a state that does not fit."""
+    body = await _body(request)
+    name = await job_queue(request, body.get("queue"))
+    act = _BULK.get(str(body.get("action")))
+    if act is None:
+        raise ApiError(400, "bad_request", f"action must be one of {', '.join(_BULK)}")
+    state = body.get("state")
+    try:
+        done = await act(client_of(request), name, None if state is None else str(state))
+    except (TypeError, ValueError) as error:  # before anything is written
+        raise ApiError(400, "bad_request", str(error)) from None
+    return JSONResponse({"done": done})
+
+
 def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]:
     """The endpoints: ``read_guard`` before each read, ``guard`` before each mutation."""
     reading = {
@@ -232,6 +256,7 @@ def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]
         "purge": _purge,
         "pause": _pausing(True),
         "resume": _pausing(False),
+        "bulk": _bulk,
     }
     routes = [
         Route(f"/ui/api/{path}", _guarded(read_guard, _errors_as_json(handler)), methods=["GET"])

@@ -137,6 +137,11 @@ async def queue_page(request: Request) -> Response:
 <form id="search"><label>job id <input id="search-id" name="id" autocomplete="off"
 size="30"></label> <button type="submit">open</button> <span id="search-result"
 class="muted"></span></form>
+<p id="bulk"><button id="bulk-cancel" type="button" class="act danger" hidden>cancel
+all</button> <button id="bulk-retry" type="button" class="act" hidden>retry all</button>
+<button id="bulk-promote" type="button" class="act" hidden>run all now</button>
+<button id="bulk-purge" type="button" class="act danger" hidden>purge all</button>
+<span id="bulk-result" class="muted"></span></p>
 {_table("jobs", jobs_columns, "loading...")}
 <p><button id="more" type="button" hidden>more</button></p></section>
 <section><h2>Dead letters</h2>

@@ -442,6 +442,31 @@
     }
 
     document.getElementById("pause").addEventListener("click", pauseOrResume);
+
+    // Buttons over every job of the state shown: which fit it, and what they did.
+    const BULK = { cancel: "cancelled", retry: "retried", promote: "promoted", purge: "purged" };
+    function bulkButtons(count) {
+      const fits = {
+        cancel: LIVE.includes(state),
+        retry: state === "failed" || state === "cancelled",
+        promote: state === "delayed",
+        purge: state === "finished" || state === "failed" || state === "cancelled",
+      };
+      for (const action of Object.keys(BULK)) {
+        document.getElementById("bulk-" + action).hidden = !fits[action] || count === 0;
+      }
+    }
+
+    async function bulk(action) {
+      if ((action === "cancel" || action === "purge") && !window.confirm(action + " every " + state + " job of " + queue + "?")) return;
+      const answer = await post("/ui/api/bulk", { queue: queue, action: action, state: state });
+      document.getElementById("bulk-result").textContent = answer.ok ? BULK[action] + " " + answer.done : answer.message;
+      refresh();
+    }
+
+    for (const action of Object.keys(BULK)) {
+      document.getElementById("bulk-" + action).addEventListener("click", () => bulk(action));
+    }
     document.getElementById("redrive").addEventListener("click", () => queueWide("/ui/api/redrive", "retried"));
     document.getElementById("purge").addEventListener("click", () => queueWide("/ui/api/purge", "purged"));
     document.getElementById("more").addEventListener("click", () => {
@@ -470,6 +495,7 @@
         document.getElementById("state-name").textContent = state + (state === "delayed" || state === "retrying" ? ", by due time" : "");
         const page = await getJson("/ui/api/jobs", { queue: queue, state: state, limit: limit });
         fill("jobs", page.jobs.map((job) => jobRow(job, data.now)), "no " + state + " jobs");
+        bulkButtons(countsOf(data.row)[state] || 0);
         document.getElementById("more").hidden = page.cursor === null || limit >= 500;
       }
       deadLetters(await getJson("/ui/api/failed", { queue: queue }));

@@ -1,0 +1,268 @@
+"""Bulk operations on a job queue and `update_job`: cancel, retry, promote or
+purge many jobs at once, change one waiting job.
+
+Each bulk operation is a loop of bounded script calls (`BULK_CHUNK` jobs at
+most each, ``lua/job_*_many.lua``): no call blocks Redis however many jobs the
+queue holds, and since every call moves its jobs and their counts together,
+`count_jobs` is exact at every moment, read by any client between two calls.
+A loop goes on from where the last call left (a cursor, or how many were
+passed over) and stops after as many entries as the index held when it began,
+so jobs that keep arriving (a busy producer) cannot keep it running; a job that
+arrives or changes state meanwhile may or may not be included.
+
+`Bulk` is a part of the core, given the state and the parts it calls (queue
+kinds, the relay of flow hops, producing's task encoding). A group filter
+(fair-share groups) joins as a keyword of the plans and an index the scripts
+read instead of the queue's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from .. import _checks as checks
+from .._jobs import ms, validate_job_id
+from .._keys import QueueKeys
+from . import bulk_scripts
+from .calls import Plan
+from .jobs_submit import MAX_PRIORITY
+from .kinds import QueueKinds
+from .limits import UNSET, Keep
+from .produce import Producing
+from .relay import Relay
+from .state import CoreState, text
+
+BULK_CHUNK = 1000
+"""Jobs (index entries) one script call of a bulk operation handles at most."""
+
+CANCELLABLE = {"delayed": "d", "retrying": "r", "waiting": "w", "queued": "q", "active": "a"}
+"""The live states by code, in the order `cancel_jobs` visits them with no state: the
+ones jobs come from first (a delayed job may become queued, a queued one active)."""
+RETRYABLE = {"failed": "x", "cancelled": "c"}
+PURGEABLE = {"finished": "f", "failed": "x", "cancelled": "c"}
+
+
+def _state(name: str, value: object, allowed: dict[str, str]) -> str:
+    """The code of state ``value`` among ``allowed``; raises naming the choices."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+    return allowed[value]
+
+
+def _states(value: object, allowed: dict[str, str]) -> list[str]:
+    """The codes `state=value` stands for: every allowed state when None."""
+    return list(allowed.values()) if value is None else [_state("state", value, allowed)]
+
+
+def _limit(limit: object) -> int | None:
+    return checks.optional_count("limit", limit, low=1)
+
+
+def _want(limit: int | None, done: int) -> int:
+    return BULK_CHUNK if limit is None else min(BULK_CHUNK, limit - done)
+
+
+def update_changes(
+    priority: int | Keep | None, delay: float | Keep | None, at: float | Keep | None
+) -> dict[str, int]:
+    """The changes of `update_job` but the payload, checked, as the script takes
+    them (None: back to the default, priority 0 or due now)."""
+    if delay is not UNSET and at is not UNSET:
+        raise ValueError("give delay or at, not both")
+    changes: dict[str, int] = {}
+    if priority is not UNSET:
+        changes["P"] = checks.count(
+            "priority", 0 if priority is None else priority, low=-MAX_PRIORITY, high=MAX_PRIORITY
+        )
+    if delay is not UNSET:
+        changes["d"] = ms(checks.seconds("delay", 0 if delay is None else delay))
+    if at is not UNSET and at is not None:
+        changes["A"] = ms(checks.seconds("at", at, high=checks.MAX_EPOCH_SECONDS))
+    elif at is None:
+        changes["d"] = 0
+    return changes
+
+
+class Bulk:
+    """The bulk plans of a core (``core.bulk``)."""
+
+    def __init__(
+        self, state: CoreState, kinds: QueueKinds, relay: Relay, producing: Producing
+    ) -> None:
+        self.state = state
+        self.kinds = kinds
+        self.relay = relay
+        self.producing = producing
+
+    def _job_queue(self, queue: str) -> Plan[bool]:
+        """Whether ``queue`` is a job queue; `WrongQueueKindError` when it holds tasks."""
+        if (yield from self.kinds.of(queue)) == "jobs":
+            return True
+        yield from self.kinds.refuse_task_queue(queue)
+        return False
+
+    # -- cancel --------------------------------------------------------------------
+
+    def cancel_jobs(self, queue: str, *, state: str | None = None) -> Plan[int]:
+        """Cancel the jobs in ``state`` (every live state when None), as
+        `cancel_job` does; how many."""
+        keys = self.state.queue_keys(queue)
+        codes = _states(state, CANCELLABLE)
+        if not (yield from self._job_queue(queue)):
+            return 0
+        publish = yield from self.state.publishing()
+        cancelled = 0
+        for code in codes:
+            cancelled += yield from self._cancel_state(queue, keys, code, publish)
+        return cancelled
+
+    def _cancel_state(self, queue: str, keys: QueueKeys, code: str, publish: str) -> Plan[int]:
+        cancelled = looked = 0
+        bound: int | None = None
+        cursor = "0"
+        while True:
+            done, seen, left, after, ops = yield bulk_scripts.job_cancel_many(
+                keys,
+                state=code,
+                count=BULK_CHUNK,
+                cursor=cursor,
+                publish=publish,
+                policy=self.state.settings.jobs.policy,
+            )
+            yield from self.relay.relay_written(queue, ops)  # parents hear, children go
+            cancelled += int(done)
+            looked += int(seen)
+            cursor = text(after)
+            if bound is None:
+                bound = int(seen) + int(left)
+            if code == "a":  # a scan: over when its cursor comes back to 0
+                if cursor == "0":
+                    return cancelled
+            elif not int(left) or not int(seen) or looked >= bound:
+                return cancelled
+
+    # -- retry ---------------------------------------------------------------------
+
+    def retry_jobs(
+        self, queue: str, *, state: str | None = None, limit: int | None = None
+    ) -> Plan[int]:
+        """Give failed or cancelled jobs (both when ``state`` is None; failed
+        first) a new life, queued again, attempts kept; at most ``limit``. Jobs
+        whose unique marker another live job holds are left. How many."""
+        keys = self.state.queue_keys(queue)
+        codes = _states(state, RETRYABLE)
+        most = _limit(limit)
+        if not (yield from self._job_queue(queue)):
+            return 0
+        publish = yield from self.state.publishing()
+        moved = 0
+        for code in codes:
+            skip = looked = 0
+            bound: int | None = None
+            while most is None or moved < most:
+                done, skipped, seen, remaining = yield bulk_scripts.job_retry_many(
+                    keys, state=code, count=_want(most, moved), skip=skip, publish=publish
+                )
+                moved += int(done)
+                skip += int(skipped)
+                looked += int(seen)
+                if bound is None:
+                    bound = int(seen) + int(remaining)
+                if not int(remaining) or not int(seen) or looked >= bound:
+                    break
+        return moved
+
+    # -- promote -------------------------------------------------------------------
+
+    def promote_jobs(self, queue: str, *, limit: int | None = None) -> Plan[int]:
+        """Queue delayed jobs now, soonest due first, at most ``limit``; how many."""
+        keys = self.state.queue_keys(queue)
+        most = _limit(limit)
+        if not (yield from self._job_queue(queue)):
+            return 0
+        publish = yield from self.state.publishing()
+        promoted = looked = 0
+        bound: int | None = None
+        while most is None or promoted < most:
+            done, seen, left = yield bulk_scripts.job_promote_many(
+                keys, count=_want(most, promoted), publish=publish
+            )
+            promoted += int(done)
+            looked += int(seen)
+            if bound is None:
+                bound = int(seen) + int(left)
+            if not int(left) or not int(seen) or looked >= bound:
+                break
+        return promoted
+
+    # -- purge ---------------------------------------------------------------------
+
+    def purge_jobs(
+        self, queue: str, state: str, *, older_than: float = 0.0, limit: int | None = None
+    ) -> Plan[int]:
+        """Forget at most ``limit`` records of terminal ``state`` that ended
+        ``older_than`` seconds ago or more (Redis's clock); how many."""
+        keys = self.state.queue_keys(queue)
+        code = _state("state", state, PURGEABLE)
+        older_ms = ms(checks.seconds("older_than", older_than))
+        most = _limit(limit)
+        if not (yield from self._job_queue(queue)):
+            return 0
+        purged = skip = looked = 0
+        bound: int | None = None
+        while most is None or purged < most:
+            done, skipped, seen, remaining = yield bulk_scripts.job_purge_many(
+                keys,
+                state=code,
+                count=BULK_CHUNK,
+                want=_want(most, purged),
+                skip=skip,
+                older_than_ms=older_ms,
+            )
+            purged += int(done)
+            skip += int(skipped)
+            looked += int(seen)
+            if bound is None:
+                bound = int(seen) + int(remaining)
+            if not int(remaining) or not int(seen) or looked >= bound:
+                break
+        return purged
+
+    # -- update --------------------------------------------------------------------
+
+    def update_job(
+        self,
+        queue: str,
+        id: str,
+        *,
+        payload: str | bytes | Keep = UNSET,
+        priority: int | Keep | None = UNSET,
+        delay: float | Keep | None = UNSET,
+        at: float | Keep | None = UNSET,
+    ) -> Plan[bool]:
+        """Change a delayed, queued or retrying job; False (nothing changed) for
+        any other, a flow's job, or when another live job holds the new
+        payload's unique marker."""
+        keys = self.state.queue_keys(queue)
+        validate_job_id(id)
+        changes: dict[str, Any] = dict(update_changes(priority, delay, at))
+        data = b""
+        if payload is not UNSET:
+            data = self.producing.encode_task(payload)
+            changes["u"] = hashlib.sha256(data).hexdigest()  # as submit's unique marker
+        publish = yield from self.state.publishing()
+        updated, why = yield bulk_scripts.job_update(
+            keys,
+            id,
+            json.dumps(changes, separators=(",", ":")),
+            data,
+            publish=publish,
+            policy=self.state.settings.jobs.policy,
+        )
+        if int(updated) != 1 and text(why) == "unknown":
+            yield from self.kinds.refuse_task_queue(queue)
+        return int(updated) == 1

@@ -1,0 +1,61 @@
+-- job_purge_many: one chunk of a bulk purge (purge_jobs): forget, among up to
+--   `count` records of one terminal state (earliest purge time first), those
+--   that ended `older_than_ms` or more ago by Redis's clock (their records,
+--   payloads, results and progress). Younger records are skipped: run it with a
+--   growing `skip` until `remaining` is 0. Records already past their purge time
+--   go too, without being counted (count_jobs no longer counts them).
+-- Cost: O(count log N): one bounded call per chunk.
+-- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
+-- KEYS[16] stats         hash    lifetime counters of the queue, by event
+-- ARGV[1] state             'f' finished, 'x' failed or 'c' cancelled
+-- ARGV[2] count             records looked at, at most, by this call
+-- ARGV[3] want              records forgotten, at most, by this call (<= count)
+-- ARGV[4] skip              records to pass over first (skipped by earlier calls)
+-- ARGV[5] older_than_ms     how long ago a record must have ended
+-- Reply: {purged, skipped, looked, remaining}: records forgotten (those past
+--   their purge time not counted), passed over, looked at; remaining = records
+--   of the state after the ones passed over.
+-- Errors: none.
+-- Events: none.
+--!include clock
+--!include job_keys
+--!include jobs
+--!include counters
+--!include purge
+local J = job_keys()
+local stats = KEYS[16]
+local state = ARGV[1]
+local count = tonumber(ARGV[2])
+local want = tonumber(ARGV[3])
+local skip = tonumber(ARGV[4])
+local older_than_ms = tonumber(ARGV[5])
+J.stats = stats
+
+local zset = J[state_name(state)]
+local now = now_ms()
+local purged = 0
+local expired = 0
+local skipped = 0
+local looked = 0
+for _, id in ipairs(redis.call('ZRANGE', zset, skip, skip + count - 1)) do
+  if purged >= want then
+    break
+  end
+  looked = looked + 1
+  local record = load_job(J.jobs, id)
+  if not record then
+    redis.call('ZREM', zset, id)  -- a stray member
+  elseif record.s ~= state then
+    skipped = skipped + 1  -- not ours to drop (a stale member of a newer life)
+  elseif record.X and record.X <= now then
+    drop_job(J, id, state)
+    expired = expired + 1
+  elseif (record.e or now) <= now - older_than_ms then
+    drop_job(J, id, state)
+    purged = purged + 1
+  else
+    skipped = skipped + 1
+  end
+end
+stat(J, 'purged', purged + expired)
+return {purged, skipped, looked, math.max(0, redis.call('ZCARD', zset) - skip - skipped)}

@@ -1,0 +1,54 @@
+-- job_retry_many: one chunk of a bulk retry (retry_jobs; requeue_failed on a job
+--   queue): give up to `count` failed or cancelled jobs a new life, queued again
+--   at the back of their priority, attempts kept (lib/revive), oldest end first.
+--   Jobs whose unique marker another live job holds, and records past their
+--   purge time, are skipped: run it with a growing `skip` (the skipped so far)
+--   until `remaining` is 0.
+-- Cost: O(count log N): one bounded call per chunk.
+-- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
+-- KEYS[16] idle          set     members waiting for work
+-- KEYS[17] stats         hash    lifetime counters of the queue, by event
+-- ARGV[1] state             'x' failed or 'c' cancelled
+-- ARGV[2] count             jobs looked at, at most, by this call
+-- ARGV[3] skip              jobs to pass over first (skipped by earlier calls)
+-- ARGV[4] wake_prefix       per-worker wake channel = wake_prefix .. worker id
+-- ARGV[5] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
+-- Reply: {moved, skipped, looked, remaining}: jobs queued again, passed over,
+--   looked at; remaining = jobs of the state after the ones passed over.
+-- Errors: none.
+-- Events: 'work:<moved>' on the wake channel of each idle worker woken (at most one per job).
+--!include publish
+--!include wake
+--!include clock
+--!include job_keys
+--!include jobs
+--!include counters
+--!include revive
+local J = job_keys()
+local idle = KEYS[16]
+local stats = KEYS[17]
+local state = ARGV[1]
+local count = tonumber(ARGV[2])
+local skip = tonumber(ARGV[3])
+local wake_prefix = ARGV[4]
+local publish = publish_command(ARGV[5])
+J.stats = stats
+
+local zset = J[state_name(state)]
+local now = now_ms()
+local moved = 0
+local skipped = 0
+local ids = redis.call('ZRANGE', zset, skip, skip + count - 1)
+for _, id in ipairs(ids) do
+  local record = load_job(J.jobs, id)
+  if not record then
+    redis.call('ZREM', zset, id)  -- a stray member: nothing to revive
+  elseif record.s == state and not (record.X and record.X <= now) and revive(J, id, record, now) then
+    moved = moved + 1
+  else
+    skipped = skipped + 1  -- its marker is held, or it is past its purge time
+  end
+end
+stat(J, 'redriven', moved)
+wake_idle(idle, wake_prefix, publish, moved)
+return {moved, skipped, #ids, math.max(0, redis.call('ZCARD', zset) - skip - skipped)}

@@ -1,0 +1,133 @@
+-- job_update: change a delayed, queued or retrying job: its payload (its unique
+--   marker moves with it), its priority (a queued job moves to the back of its
+--   new priority), its due time (a delayed or retrying job due by then is queued
+--   now; a queued job due later is delayed). A queued job leaving the list gets
+--   a new life, so its old list entry is a tombstone that takes skip. Nothing is
+--   written when the job is not changeable.
+-- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
+-- KEYS[16] members       set     workers of this queue
+-- KEYS[17] idle          set     members waiting for work
+-- KEYS[18] stats         hash    lifetime counters of the queue, by event
+-- ARGV[1] id
+-- ARGV[2] changes           JSON: P priority, d delay ms | A at ms (epoch, Redis's
+--                           clock), u the new payload's unique marker (sent with
+--                           every new payload: its presence says there is one)
+-- ARGV[3] payload           the new payload (when changes.u is present)
+-- ARGV[4] wake_prefix       per-worker wake channel = wake_prefix .. worker id
+-- ARGV[5] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
+-- ARGV[6] policy            JSON: retention and budgets in ms (JobSettings.policy)
+-- Reply: {updated, state}: 1 and its state now (d, q or r); or 0 and why:
+--   'unknown' (no such job, or purged), 'flow' (a flow's job), 'state:<s>' (not
+--   delayed, queued or retrying), 'unique' (another live job holds the new
+--   payload's marker). A resend sets the same values again.
+-- Errors: none.
+-- Events: 'work:1' to one idle worker when the job is queued now; 'due:<ms>' to
+--   the member told when due work comes next, when it is delayed.
+--!include publish
+--!include wake
+--!include clock
+--!include job_keys
+--!include jobs
+--!include counters
+--!include ready
+--!include timer
+local J = job_keys()
+local members = KEYS[16]
+local idle = KEYS[17]
+local stats = KEYS[18]
+local id = ARGV[1]
+local changes = cjson.decode(ARGV[2])
+local payload = ARGV[3]
+local wake_prefix = ARGV[4]
+local publish = publish_command(ARGV[5])
+local policy = cjson.decode(ARGV[6])
+J.members, J.idle, J.stats = members, idle, stats
+
+local CHANGEABLE = {d = true, q = true, r = true}
+
+local now = now_ms()
+local record = load_job(J.jobs, id, now)
+if not record then
+  return {0, 'unknown'}
+end
+if record.g then
+  return {0, 'flow'}
+end
+if not CHANGEABLE[record.s] then
+  return {0, 'state:' .. record.s}
+end
+local marker = changes.u
+if marker and record.u and marker ~= record.u then
+  local holder = redis.call('HGET', J.unique, marker)
+  if holder then
+    local other, life = split_entry(holder)
+    if other ~= id and is_live(load_job(J.jobs, other), life) then
+      return {0, 'unique'}
+    end
+  end
+end
+
+-- Nothing refused: from here every change is written.
+local old_entry = entry_of(id, record.l)
+if marker then
+  redis.call('HSET', J.data, id, payload)
+  if record.u and marker ~= record.u then
+    if redis.call('HGET', J.unique, record.u) == old_entry then
+      redis.call('HDEL', J.unique, record.u)
+    end
+    record.u = marker
+  end
+end
+
+local due = changes.A or (changes.d and now + changes.d)
+local priority = changes.P or record.P or 0
+local state = record.s
+
+-- leave_ready(): a queued job out of the ready structures (a list entry stays, a
+--   tombstone of its old life)
+local function leave_ready()
+  if (record.P or 0) ~= 0 then
+    redis.call('ZREM', J.prio, old_entry)
+  else
+    record.l = redis.call('INCR', J.seq)
+  end
+end
+
+local woken = 0
+if state == 'q' then
+  if due and due > now then
+    leave_ready()
+    record.P = priority
+    move(J, 'q', 'd')
+    record.s = 'd'
+    record.v = due
+    redis.call('ZADD', J.delayed, due, entry_of(id, record.l))
+  elseif priority ~= (record.P or 0) then
+    leave_ready()
+    record.P = priority
+    push_ready(J.tasks, J.prio, J.seq, record, entry_of(id, record.l), false)
+  end
+else
+  record.P = priority
+  local zset = J[state_name(state)]
+  if due and due <= now then
+    redis.call('ZREM', zset, old_entry)
+    move(J, state, 'q')
+    record.s = 'q'
+    record.v = now
+    push_ready(J.tasks, J.prio, J.seq, record, old_entry, false)
+    woken = 1
+  elseif due then
+    redis.call('ZADD', zset, due, old_entry)
+    record.v = due
+  end
+end
+if record.u then  -- the marker names this life's entry (a new one, or a new marker)
+  redis.call('HSET', J.unique, record.u, entry_of(id, record.l))
+end
+save_job(J.jobs, id, record)
+wake_idle(idle, wake_prefix, publish, woken)
+if record.s ~= 'q' and due then
+  arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
+end
+return {1, record.s}
