@@ -242,3 +242,36 @@ def test_delete_queue_if_idle_with_groups(
     producer.delete_queue("q", if_idle=True)
     assert_no_group_key(redis_client, prefix, producer)
     assert producer.count_jobs("q") == counts()
+
+
+def test_cancel_queued_walks_the_groups_page_by_page(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    """Past a listpack's size the groups' hash is scanned in pages: a page of
+    groups with nothing queued (nothing cancelled by that call) does not end the
+    cancel; the groups with queued jobs on a later page are reached."""
+    producer, worker = make(), make(start=True)
+    listpack = int(
+        redis_client.config_get("hash-max-listpack-entries")["hash-max-listpack-entries"]
+    )
+    n = max(300, listpack + 150)
+    for i in range(n):
+        producer.submit("q", f"g{i}:d", group=f"g{i}", delay=600)
+    grp = f"{queue_keys(prefix, 'q').tag}:grp"
+    cursor, last_page = 0, []
+    while True:
+        cursor, page = redis_client.hscan(grp, cursor, count=100)
+        if cursor == 0:
+            last_page = sorted(k.decode() for k in page)
+            break
+    assert len(last_page) < n  # several pages
+    busy = last_page[:3]
+    for g in busy:
+        producer.submit_many("q", [f"{g}:{i}" for i in range(400)], group=g)
+    assert producer.cancel_jobs("q", state="queued") == 1200
+    assert producer.count_jobs("q") == counts(delayed=n, cancelled=1200)
+    assert all(c == (0, 1, 0) for c in group_counts(producer).values())
+    assert ring(redis_client, prefix) == []
+    assert producer.cancel_jobs("q", state="delayed") == n
+    assert_no_group_key(redis_client, prefix, producer)
+    assert drain(worker) == []
