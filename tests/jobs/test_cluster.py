@@ -152,8 +152,8 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
         assert producer.count_jobs(queue)["active"] == 0
         exercise_schedules(producer, worker, queue)
         exercise_pauses(producer, worker, queue)
+        exercise_groups(producer, worker, queue)  # on an empty queue: before bulk
         exercise_bulk(producer, worker, queue)
-        exercise_groups(producer, worker, queue)
         worker.fail_worker()  # job_requeue_owned
         producer.delete_queue(queue)
     # Flows, their hops across the masters: submit, relay, report, cancel.
@@ -244,8 +244,10 @@ def exercise_pauses(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -> N
 def exercise_bulk(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -> None:
     """The bulk scripts, job_update and delete_queue(if_idle=True) on ``queue``'s slot."""
     ref = producer.submit(queue, "u", delay=600)
+    grouped = producer.submit(queue, "v", group="g", delay=600)  # its group's keys too
     assert producer.update_job(queue, ref.id, priority=2)  # job_update
-    assert producer.promote_jobs(queue) == 1  # job_promote_many
+    assert producer.update_job(queue, grouped.id, priority=1)
+    assert producer.promote_jobs(queue) == 2  # job_promote_many
     _, [process], _ = worker.internals.take_jobs(queue, [], 1)
     with pytest.raises(worqr.QueueBusyError):
         producer.delete_queue(queue, if_idle=True)

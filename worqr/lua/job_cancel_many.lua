@@ -43,6 +43,7 @@
 --!include job_keys
 --!include flow
 --!include jobs
+--!include counters
 --!include cancel
 --!include group
 local J = job_keys()
