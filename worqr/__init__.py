@@ -7,6 +7,7 @@ their tasks to the front of the queue.
 
 from ._clients.async_client import AsyncWorqr
 from ._clients.sync_client import Worqr
+from ._core.groups import GroupInfo
 from ._core.limits import QueueLimits
 from ._errors import (
     AmbiguousResultError,
@@ -46,6 +47,7 @@ __all__ = [
     "FlowInfo",
     "FlowJob",
     "FlowRef",
+    "GroupInfo",
     "Hooks",
     "JobCancelledError",
     "JobContext",

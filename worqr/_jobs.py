@@ -77,6 +77,17 @@ def validate_job_id(id: object) -> str:
     return id
 
 
+def validate_group(group: object) -> str:
+    """A job's fair-share group: the job-id rules (a `str` of 1 to 256
+    characters, no control characters), named as a group."""
+    try:
+        return validate_job_id(group)
+    except TypeError:
+        raise TypeError(f"group must be str, not {type(group).__name__}") from None
+    except ValueError as error:
+        raise ValueError(str(error).replace("job id", "group", 1)) from None
+
+
 @dataclass(frozen=True, slots=True)
 class Backoff:
     """The delay before a failed job's next attempt: ``min(max, base *
@@ -256,6 +267,8 @@ class JobInfo:
     ended: float | None
     due: float | None
     progress: str | bytes | None = field(repr=False)
+    group: str | None = None
+    priority: int = 0
 
 
 def _seconds(record: dict[str, Any], key: str) -> float | None:
@@ -295,6 +308,8 @@ def job_info(
         ended=_seconds(record, "e") if state in TERMINAL else None,
         due=_seconds(record, "v") if state in ("delayed", "retrying") else None,
         progress=None if progress is None else decode_task(progress, decode),
+        group=record.get("G"),
+        priority=int(record.get("P", 0)),
     )
 
 

@@ -282,6 +282,32 @@ class QueueKeys:
             self.job_timer,
         )
 
+    # -- fair-share groups (lua/lib/group.lua): the scripts name these by data,
+    # from `tasks` (the tag), so each lies in the queue's slot.
+
+    @property
+    def groups(self) -> str:
+        """Hash: group -> its record (counts, where it is, own limits, pause)."""
+        return f"{self.tag}:grp"
+
+    @property
+    def group_ring(self) -> str:
+        """List: the groups that may start a job now; the right end is the front."""
+        return f"{self.tag}:grp:ring"
+
+    @property
+    def group_timed(self) -> str:
+        """Zset: groups closed by time -> the ms they reopen."""
+        return f"{self.tag}:grp:timed"
+
+    def group_ready(self, group: str) -> str:
+        """List: a group's ready entries at priority 0 (as `tasks`)."""
+        return f"{self.tag}:grp:r:{group}"
+
+    def group_prio(self, group: str) -> str:
+        """Zset: a group's ready entries with a priority (as `job_prio`)."""
+        return f"{self.tag}:grp:p:{group}"
+
     @property
     def notify(self) -> str:
         """Channel of job notifications for waiters: `done:<id>`, `progress:<id>`."""

@@ -45,8 +45,8 @@ def tasks(wq: worqr.Worqr, queue: str, count: int) -> list[str | bytes]:
 
 def test_every_public_method_of_worqr_is_exercised_in_this_file() -> None:
     """Guards the coverage promise of this file (and, for the job methods,
-    tests/jobs/: submit, lifecycle, flows, schedules, limits and pause): a new public method of
-    Worqr makes this test fail until a test calls it."""
+    tests/jobs/: submit, lifecycle, flows, schedules, limits, pause, groups and
+    bulk): a new public method of Worqr makes this test fail until a test calls it."""
     jobs = Path(__file__).resolve().parent.parent / "jobs"
     homes = (
         "test_submit",
@@ -55,6 +55,7 @@ def test_every_public_method_of_worqr_is_exercised_in_this_file() -> None:
         "test_schedules",
         "test_limits",
         "test_pause",
+        "test_groups",
         "test_bulk",
     )
     text = "\n".join(

@@ -152,6 +152,7 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
         assert producer.count_jobs(queue)["active"] == 0
         exercise_schedules(producer, worker, queue)
         exercise_pauses(producer, worker, queue)
+        exercise_groups(producer, worker, queue)  # on an empty queue: before bulk
         exercise_bulk(producer, worker, queue)
         worker.fail_worker()  # job_requeue_owned
         producer.delete_queue(queue)
@@ -175,6 +176,26 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
     assert producer._drive(outbox_age()) == [0, 0]
     job_scripts = {name for name in script_names() if name.startswith(("job_", "flow_"))}
     assert job_scripts <= ran, job_scripts - ran
+
+
+def exercise_groups(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -> None:
+    """Fair-share groups in one slot: job_group_limits, job_group_pause,
+    job_group_resume, job_groups, and the take's round robin between them."""
+    producer.configure_group(queue, "g1", max_active=1)
+    producer.pause(queue, group="g2")
+    producer.submit_many(queue, ["x1", "x2"], group="g1")
+    producer.submit_many(queue, ["y1"], group="g2")
+    producer.submit(queue, "z1", group="g3")
+    _, taken, _ = worker.internals.take_jobs(queue, [], 5)
+    assert sorted(str(p.task) for p in taken) == ["x1", "z1"]  # g1 capped, g2 paused
+    producer.resume(queue, group="g2")
+    _, more, _ = worker.internals.take_jobs(queue, [(p, "s", b"") for p in taken], 5)
+    assert sorted(str(p.task) for p in more) == ["x2", "y1"]
+    groups = {g.name: g for g in producer.get_groups(queue)[0]}
+    assert groups["g1"].active == 1 and groups["g1"].max_active == 1
+    worker.internals.take_jobs(queue, [(p, "s", b"") for p in more], 0)
+    producer.configure_group(queue, "g1", max_active=None)
+    assert producer.get_groups(queue) == ([], None)
 
 
 def exercise_schedules(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -> None:
@@ -223,8 +244,10 @@ def exercise_pauses(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -> N
 def exercise_bulk(producer: worqr.Worqr, worker: worqr.Worqr, queue: str) -> None:
     """The bulk scripts, job_update and delete_queue(if_idle=True) on ``queue``'s slot."""
     ref = producer.submit(queue, "u", delay=600)
+    grouped = producer.submit(queue, "v", group="g", delay=600)  # its group's keys too
     assert producer.update_job(queue, ref.id, priority=2)  # job_update
-    assert producer.promote_jobs(queue) == 1  # job_promote_many
+    assert producer.update_job(queue, grouped.id, priority=1)
+    assert producer.promote_jobs(queue) == 2  # job_promote_many
     _, [process], _ = worker.internals.take_jobs(queue, [], 1)
     with pytest.raises(worqr.QueueBusyError):
         producer.delete_queue(queue, if_idle=True)

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterable
 
 from .._core import Callback
+from .._core.groups import GroupInfo
 from .._core.limits import UNSET, Keep, QueueLimits
 from .._process import Process
 from .sync_job_api import SyncJobApi
@@ -57,6 +58,8 @@ class SyncApi(SyncJobApi):
         max_recoveries: int | Keep | None = UNSET,
         rate: tuple[int, float] | Keep | None = UNSET,
         max_active: int | Keep | None = UNSET,
+        group_rate: tuple[int, float] | Keep | None = UNSET,
+        group_max_active: int | Keep | None = UNSET,
     ) -> None:
         """Per-queue options shared by the mesh; one not given stays as it is,
         None removes it. Every argument is checked before anything is written.
@@ -67,35 +70,79 @@ class SyncApi(SyncJobApi):
         ``rate=(n, seconds)`` lets at most ``n`` jobs start in any ``seconds``,
         spaced ``seconds / n`` apart on Redis's clock, across every worker and
         host; ``max_active=n`` caps its active jobs. Both are enforced in the take
-        script; when the queue opens again one idle worker is woken."""
+        script; when the queue opens again one idle worker is woken.
+        ``group_rate`` and ``group_max_active``: the same for each fair-share
+        group of the queue, the defaults `configure_group` overrides."""
         self._drive(
             self._core.limits.configure_queue(
-                queue, max_recoveries=max_recoveries, rate=rate, max_active=max_active
+                queue,
+                max_recoveries=max_recoveries,
+                rate=rate,
+                max_active=max_active,
+                group_rate=group_rate,
+                group_max_active=group_max_active,
             )
         )
 
-    def get_limits(self, queue: str) -> QueueLimits:
+    def configure_group(
+        self,
+        queue: str,
+        group: str,
+        *,
+        rate: tuple[int, float] | Keep | None = UNSET,
+        max_active: int | Keep | None = UNSET,
+    ) -> None:
+        """One fair-share group's own ``rate`` and ``max_active``, in force over
+        the queue's ``group_rate`` and ``group_max_active``; one not given stays,
+        None removes it. A group at its cap or waiting for its rate is skipped
+        by the take without delaying the others."""
+        self._drive(
+            self._core.groups.configure_group(queue, group, rate=rate, max_active=max_active)
+        )
+
+    def get_groups(
+        self, queue: str, *, limit: int = 100, cursor: str | None = None
+    ) -> tuple[list[GroupInfo], str | None]:
+        """A page of the queue's groups (those with waiting or active jobs,
+        limits of their own or a pause) and the cursor of the next page (None:
+        the last)."""
+        return self._drive(self._core.groups.get_groups(queue, limit=limit, cursor=cursor))
+
+    def get_limits(self, queue: str, *, group: str | None = None) -> QueueLimits:
         """A job queue's rate and cap, its active jobs, and until when the rate
-        (or a handler's `RateLimited`) keeps it closed now."""
+        (or a handler's `RateLimited`) keeps it closed now; with ``group``, that
+        group's limits in force, its active jobs and its pause."""
+        if group is not None:
+            return self._drive(self._core.groups.group_limits(queue, group))
         return self._drive(self._core.limits.get_limits(queue))
 
-    def pause(self, queue: str) -> None:
+    def pause(self, queue: str, *, group: str | None = None) -> None:
         """Pause a job queue durably, on every worker and host: once this returns
         no job of ``queue`` starts until `resume` (the take script refuses), and
         restarting every worker does not undo it. Active jobs run on and finish;
         delayed jobs still become due and schedules still fire, and their jobs
         wait. A new queue becomes a job queue (it may be paused before it has
-        jobs); one holding tasks raises `WrongQueueKindError`."""
+        jobs); one holding tasks raises `WrongQueueKindError`. With ``group``:
+        only that fair-share group, the others run on."""
+        if group is not None:
+            self._drive(self._core.groups.pause_group(queue, group))
+            return
         self._drive(self._core.pausing.pause(queue))
 
-    def resume(self, queue: str) -> None:
+    def resume(self, queue: str, *, group: str | None = None) -> None:
         """Undo `pause`: jobs of ``queue`` start again, and as many idle workers
         are woken as it has ready jobs (no more than its limits let start). A
-        queue that is not paused is left as it is."""
+        queue that is not paused is left as it is. With ``group``: that group."""
+        if group is not None:
+            self._drive(self._core.groups.resume_group(queue, group))
+            return
         self._drive(self._core.pausing.resume(queue))
 
-    def is_paused(self, queue: str) -> bool:
-        """Whether `pause` holds ``queue`` (False for a task queue or an unknown one)."""
+    def is_paused(self, queue: str, *, group: str | None = None) -> bool:
+        """Whether `pause` holds ``queue`` (False for a task queue or an unknown
+        one); with ``group``, whether that group is paused."""
+        if group is not None:
+            return self._drive(self._core.groups.is_group_paused(queue, group))
         return self._drive(self._core.pausing.is_paused(queue))
 
     # -- reading ---------------------------------------------------------------

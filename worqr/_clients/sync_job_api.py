@@ -44,6 +44,7 @@ class SyncJobApi(Shell):
         backoff: Backoff | float | None = None,
         timeout: float | None = None,
         result_ttl: float | None = None,
+        group: str | None = None,
     ) -> JobRef:
         """Create a job on ``queue`` (which becomes a job queue) and return its
         `JobRef`. ``id`` names it (default: a new time-sortable id); submitting an
@@ -52,8 +53,10 @@ class SyncJobApi(Shell):
         payload. ``delay`` seconds or ``at`` (epoch seconds, by Redis's clock):
         when it is due. ``priority``: higher runs first. ``retries``,
         ``backoff``, ``timeout``, ``result_ttl``: override the handler's and
-        `JobSettings`' defaults for this job. Bad options raise `ValueError` or
-        `TypeError` before anything is written."""
+        `JobSettings`' defaults for this job. ``group``: its fair-share group
+        (the job-id rules): the take goes round robin between groups, one job of
+        each per turn, each under its own limits (`configure_group`). Bad options
+        raise `ValueError` or `TypeError` before anything is written."""
         refs = self._drive(
             self._core.submission.submit_many(
                 queue,
@@ -67,6 +70,7 @@ class SyncJobApi(Shell):
                 backoff=backoff,
                 timeout=timeout,
                 result_ttl=result_ttl,
+                group=group,
             )
         )
         return refs[0]
@@ -84,6 +88,7 @@ class SyncJobApi(Shell):
         backoff: Backoff | float | None = None,
         timeout: float | None = None,
         result_ttl: float | None = None,
+        group: str | None = None,
     ) -> list[JobRef]:
         """Create one job per payload, with the same options (as `submit`), in
         script calls of at most `JobSettings.submit_chunk` jobs; returns their
@@ -100,6 +105,7 @@ class SyncJobApi(Shell):
                 backoff=backoff,
                 timeout=timeout,
                 result_ttl=result_ttl,
+                group=group,
             )
         )
 

@@ -11,6 +11,7 @@ from .bulk import Bulk
 from .dead_letters import DeadLetters
 from .deletion import QueueDeletion
 from .flows import Flows
+from .groups import Groups
 from .jobs_read import JobReads
 from .jobs_submit import JobSubmission
 from .jobs_work import JobWork
@@ -58,6 +59,7 @@ class Core:
         self.limits = Limits(state, kinds)
         self.deletion = QueueDeletion(state, kinds, relay)
         self.pausing = Pausing(state, kinds, submission)
+        self.groups = Groups(state, kinds)
 
 
 __all__ = ["Callback", "Core"]

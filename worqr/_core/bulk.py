@@ -142,6 +142,9 @@ class Bulk:
             if code == "a":  # a scan: over when its cursor comes back to 0
                 if cursor == "0":
                     return cancelled
+            elif code == "q" and cursor != "0":  # the groups' scan goes on
+                if looked >= bound:
+                    return cancelled
             elif not int(left) or not int(seen) or looked >= bound:
                 return cancelled
 

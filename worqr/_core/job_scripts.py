@@ -223,13 +223,63 @@ def job_promote(keys: QueueKeys, *, publish: str, policy: str) -> Call:
     )
 
 
-def job_limits(keys: QueueKeys, *, rate: str, per: str, max_active: str, publish: str) -> Call:
+def job_limits(
+    keys: QueueKeys,
+    *,
+    rate: str,
+    per: str,
+    max_active: str,
+    publish: str,
+    group_rate: str = "-",
+    group_per: str = "",
+    group_max_active: str = "-",
+) -> Call:
     # Resend-safe: it sets values (a second wake-up is harmless).
     return Call(
         "job_limits",
         (keys.tasks, keys.processes, keys.config, keys.idle),
-        (rate, per, max_active, keys.wake_prefix, publish),
+        (
+            rate,
+            per,
+            max_active,
+            keys.wake_prefix,
+            publish,
+            group_rate,
+            group_per,
+            group_max_active,
+        ),
     )
+
+
+def job_group_limits(
+    keys: QueueKeys, group: str, *, rate: str, per: str, max_active: str, publish: str
+) -> Call:
+    # Resend-safe: it sets values (a second wake-up is harmless).
+    return Call(
+        "job_group_limits",
+        (keys.tasks, keys.job_prio, keys.processes, keys.config, keys.idle),
+        (group, rate, per, max_active, keys.wake_prefix, publish),
+    )
+
+
+def job_group_pause(keys: QueueKeys, group: str) -> Call:
+    # Resend-safe: it sets a flag.
+    return Call(
+        "job_group_pause", (keys.tasks, keys.job_prio, keys.processes, keys.config), (group,)
+    )
+
+
+def job_group_resume(keys: QueueKeys, group: str, *, publish: str) -> Call:
+    # Resend-safe: a second call finds nothing paused and does nothing.
+    return Call(
+        "job_group_resume",
+        (keys.tasks, keys.job_prio, keys.idle),
+        (group, keys.wake_prefix, publish),
+    )
+
+
+def job_groups(keys: QueueKeys, *, cursor: str, count: int) -> Call:
+    return Call("job_groups", (keys.tasks, keys.config), (cursor, count))
 
 
 def job_progress(keys: QueueKeys, pid: str, entry: str, value: bytes, *, publish: str) -> Call:

@@ -11,7 +11,15 @@ from typing import Any
 
 from .._checks import MAX_EPOCH_SECONDS, count, flag, optional_count, optional_seconds
 from .._errors import AmbiguousResultError, WorqrError, WrongQueueKindError
-from .._jobs import JobRef, JobSettings, check_backoff, ms, new_job_id, validate_job_id
+from .._jobs import (
+    JobRef,
+    JobSettings,
+    check_backoff,
+    ms,
+    new_job_id,
+    validate_group,
+    validate_job_id,
+)
 from . import job_scripts
 from .calls import Call, Plan, command
 from .job_scripts import SubmitItem
@@ -32,6 +40,7 @@ def job_options(
     backoff: object = None,
     timeout: object = None,
     result_ttl: object = None,
+    group: object = None,
 ) -> dict[str, Any]:
     """The options of `submit`, checked, as the record's short keys (without the
     unique marker, which depends on each payload). Raises before anything is sent."""
@@ -60,6 +69,8 @@ def job_options(
     ttl = optional_seconds("result_ttl", result_ttl)
     if ttl is not None:
         options["k"] = ms(ttl)
+    if group is not None:
+        options["G"] = validate_group(group)
     return options
 
 

@@ -80,7 +80,7 @@ def rate_fields(rate: tuple[int, float] | None) -> tuple[str, str]:
     return str(starts), str(round(window * 1000))
 
 
-def _max_active_field(max_active: int | None) -> str:
+def max_active_field(max_active: int | None) -> str:
     if max_active is None:
         return ""
     return str(count("max_active", max_active, low=1))
@@ -122,6 +122,8 @@ class Limits:
         max_recoveries: int | Keep | None = UNSET,
         rate: tuple[int, float] | Keep | None = UNSET,
         max_active: int | Keep | None = UNSET,
+        group_rate: tuple[int, float] | Keep | None = UNSET,
+        group_max_active: int | Keep | None = UNSET,
     ) -> Plan[None]:
         """Per-queue options, stored in Redis for every worker of the mesh; an
         option not given is left as it is, None removes it.
@@ -129,17 +131,28 @@ class Limits:
         ``max_recoveries`` overrides the reaper's setting for this queue; -1 means
         tasks are never dead-lettered for killing their workers (persistent tasks).
         ``rate`` and ``max_active`` limit a job queue (and make a new queue one):
-        every argument is checked before anything is written.
+        every argument is checked before anything is written. ``group_rate`` and
+        ``group_max_active`` are the defaults of every group of the queue (a
+        group's own, `configure_group`, come first).
         """
         keys = self.state.queue_keys(queue)
         if max_recoveries is not UNSET:
             optional_count("max_recoveries", max_recoveries, low=-1)
         starts, per = ("-", "") if rate is UNSET else rate_fields(rate)
-        cap = "-" if max_active is UNSET else _max_active_field(max_active)
-        if rate is not UNSET or max_active is not UNSET:
+        cap = "-" if max_active is UNSET else max_active_field(max_active)
+        g_starts, g_per = ("-", "") if group_rate is UNSET else rate_fields(group_rate)
+        g_cap = "-" if group_max_active is UNSET else max_active_field(group_max_active)
+        if any(o is not UNSET for o in (rate, max_active, group_rate, group_max_active)):
             publish = yield from self.state.publishing()
             yield job_scripts.job_limits(
-                keys, rate=starts, per=per, max_active=cap, publish=publish
+                keys,
+                rate=starts,
+                per=per,
+                max_active=cap,
+                publish=publish,
+                group_rate=g_starts,
+                group_per=g_per,
+                group_max_active=g_cap,
             )
             self.kinds.learned(queue, "jobs")
         if max_recoveries is None:

@@ -23,6 +23,8 @@
 -- KEYS[29] job_sched_next zset   schedule names by next fire ms
 -- KEYS[30] job_sched_data hash   schedule name -> payload of its jobs
 -- KEYS[31..n] owned      zset    each member's process ids on this queue
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}):
+--   each group's ready keys, named by the `grp` hash, go with it.
 -- ARGV[1] events            broadcast channel of the queue
 -- ARGV[2] notify            the queue's channel for waiters
 -- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
@@ -34,6 +36,7 @@
 -- Events: 'delete' on events; 'deleted' on notify (waiters find their jobs gone).
 --!include publish
 --!include job_keys
+--!include group
 local J = job_keys()
 local processes = KEYS[16]
 local members = KEYS[17]
@@ -71,6 +74,13 @@ local deleted = redis.call('UNLINK', J.tasks, J.prio, J.seq, J.jobs, J.data, J.r
   J.timer)
 deleted = deleted + redis.call('UNLINK', processes, members, idle, recoveries, failed, config,
   stats, seq, job_flow, job_waiting, job_sched, job_sched_next, job_sched_data)
+group_keys(J)
+for _, group in ipairs(redis.call('HKEYS', J.grp)) do
+  if group ~= '' then
+    deleted = deleted + redis.call('UNLINK', group_ready_keys(J, group))
+  end
+end
+deleted = deleted + redis.call('UNLINK', J.grp, J.ring, J.gtimed)
 for i = first_owned, #KEYS do
   deleted = deleted + redis.call('UNLINK', KEYS[i])
 end

@@ -3,6 +3,7 @@
 -- KEYS[16] processes     hash    process id -> entry
 -- KEYS[17] stats         hash    lifetime counters of the queue, by event
 -- KEYS[18..23] flow_keys the queue's flow keys (lib/flow)
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] id
 -- ARGV[2] nonce             unique per call: a resend answers as the first call did
 -- ARGV[3] events            broadcast channel of the queue

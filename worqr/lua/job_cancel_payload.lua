@@ -7,6 +7,7 @@
 -- KEYS[16] processes     hash    process id -> entry
 -- KEYS[17] stats         hash    lifetime counters of the queue, by event
 -- KEYS[18..23] flow_keys the queue's flow keys (lib/flow)
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] payload           the payload to cancel (exact bytes)
 -- ARGV[2] events            broadcast channel of the queue
 -- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)

@@ -9,6 +9,7 @@
 -- KEYS[17] idle          set     members waiting for work
 -- KEYS[18] stats         hash    lifetime counters of the queue, by event
 -- KEYS[19..24] flow_keys the queue's flow keys (lib/flow)
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[3] notify            the queue's channel for waiters
@@ -28,7 +29,7 @@
 --!include flow
 --!include jobs
 --!include counters
---!include ready
+--!include group
 --!include terminal
 local J = job_keys()
 local members = KEYS[16]
@@ -70,7 +71,7 @@ for i = first_report, #ARGV, 6 do
         move(J, 'w', 'q')
         record.s = 'q'
         record.v = now
-        push_ready(J.tasks, J.prio, J.seq, record, entry_of(id, life), false)
+        make_ready(J, record, entry_of(id, life), false)
         ready = ready + 1
       end
     end

@@ -10,12 +10,14 @@
 -- KEYS[20] stats         hash    lifetime counters of the queue, by event
 -- KEYS[21..26] flow_keys the queue's flow keys (lib/flow)
 -- KEYS[27] config        hash    per-queue options; 'shut' (lib/limit)
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] pid
 -- ARGV[2] entry             the job's id#life, as the take gave it
 -- ARGV[3] mode              'error': a failure, retried while failures <= retries;
 --                           'fail': failed now, no retry;
 --                           'limited': not a failure (RateLimited): delayed by delay_ms,
---                           its attempt given back, and the queue shut as long
+--                           its attempt given back, and the queue (a grouped job: its
+--                           group only, lib/group) shut as long
 -- ARGV[4] delay_ms          the backoff before the retry (the worker drew its jitter)
 -- ARGV[5] retries           the effective retries (record, handler or default)
 -- ARGV[6] error_text        "<ExceptionType>: <message>", at most 1 KB
@@ -36,6 +38,7 @@
 --!include jobs
 --!include counters
 --!include terminal
+--!include group
 --!include timer
 --!include end_process
 local J = job_keys()
@@ -73,9 +76,14 @@ if mode == 'limited' then
   record.v = due
   record.a = math.max(0, record.a - 1)
   redis.call('ZADD', J.delayed, due, entry)
-  local shut = tonumber(redis.call('HGET', config, 'shut'))
-  if not shut or shut < due then
-    redis.call('HSET', config, 'shut', due)
+  if record.G then
+    group_shut(J, record, due)  -- its group only
+    group_move(J, record, 'a', 'd', now)
+  else
+    local shut = tonumber(redis.call('HGET', config, 'shut'))
+    if not shut or shut < due then
+      redis.call('HSET', config, 'shut', due)
+    end
   end
   stat(J, 'rate_limited', 1)
   save_job(J.jobs, id, record)
@@ -87,6 +95,7 @@ record.E = error_text
 if mode == 'error' and record.f <= retries then
   local due = now + math.max(0, delay_ms)
   move(J, 'a', 'r')
+  group_move(J, record, 'a', 'r', now)
   record.s = 'r'
   record.v = due
   redis.call('ZADD', J.retrying, due, entry)

@@ -8,6 +8,7 @@
 -- KEYS[17] stats         hash    lifetime counters of the queue, by event
 -- KEYS[18] job_applied   zset    's:<id>' of flow jobs created or blocked -> forget ms
 -- KEYS[19..24] flow_keys the queue's flow keys (lib/flow)
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] events            broadcast channel of the queue
 -- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[3] notify            the queue's channel for waiters

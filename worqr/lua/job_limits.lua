@@ -1,4 +1,5 @@
--- job_limits: set or remove a job queue's rate limit and cap on active jobs (lib/limit),
+-- job_limits: set or remove a job queue's rate limit and cap on active jobs (lib/limit)
+--   and the defaults of its groups (lib/group),
 --   making the queue a job queue when it is new; one idle worker is woken to use
 --   what a looser limit lets start now.
 -- KEYS[1] tasks       list   the queue's ready entries (a task queue's tasks)
@@ -10,6 +11,9 @@
 -- ARGV[3] max_active  the cap (integer >= 1); '' removes it; '-' keeps it
 -- ARGV[4] wake_prefix per-worker wake channel = wake_prefix .. worker id
 -- ARGV[5] publish     'PUBLISH' or 'SPUBLISH' (lib/publish)
+-- ARGV[6] group_rate  every group's default rate (lib/group), as ARGV[1]
+-- ARGV[7] group_per   its window in ms, as ARGV[2]
+-- ARGV[8] group_max_active every group's default cap, as ARGV[3]
 -- Reply: 1.
 -- Errors: WORQR_TASK_QUEUE when the queue holds tasks (nothing is written).
 -- Events: 'work:1' on the wake channel of one idle worker, if any.
@@ -25,6 +29,9 @@ local per = ARGV[2]
 local max_active = ARGV[3]
 local wake_prefix = ARGV[4]
 local publish = publish_command(ARGV[5])
+local group_rate = ARGV[6]
+local group_per = ARGV[7]
+local group_max_active = ARGV[8]
 
 local refused = claim_kind(config, 'jobs', tasks, processes)
 if refused then
@@ -39,6 +46,16 @@ if max_active == '' then
   redis.call('HDEL', config, 'max_active')
 elseif max_active ~= '-' then
   redis.call('HSET', config, 'max_active', max_active)
+end
+if group_rate == '' then
+  redis.call('HDEL', config, 'group_rate', 'group_per')
+elseif group_rate ~= '-' then
+  redis.call('HSET', config, 'group_rate', group_rate, 'group_per', group_per)
+end
+if group_max_active == '' then
+  redis.call('HDEL', config, 'group_max_active')
+elseif group_max_active ~= '-' then
+  redis.call('HSET', config, 'group_max_active', group_max_active)
 end
 wake_idle(idle, wake_prefix, publish, 1)
 return 1

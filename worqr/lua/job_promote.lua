@@ -8,6 +8,7 @@
 -- KEYS[18] stats         hash    lifetime counters of the queue, by event
 -- KEYS[19..21] sched_keys the queue's schedule keys (lib/schedule)
 -- KEYS[22] config        hash    per-queue options; limits (lib/limit)
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[3] policy            JSON: retention and budgets in ms (JobSettings.policy)
@@ -16,7 +17,8 @@
 -- Errors: none.
 -- Events: 'work:<n>' to each idle worker woken (at most one per promoted job; one
 --   when a limited queue has opened again for ready jobs);
---   'due:<ms>' to the member told when due work comes next.
+--   'due:<ms>' to the member told when due work comes next (a closed group's
+--   reopening included).
 --!include publish
 --!include wake
 --!include clock
@@ -26,6 +28,7 @@
 --!include promote
 --!include limit
 --!include timer
+--!include group
 local J = job_keys()
 local members = KEYS[16]
 local idle = KEYS[17]
@@ -42,6 +45,11 @@ local purged = purge(J, now, policy.purge_budget, policy)
 local promoted = promote(J, now, policy.promote_chunk)
 local fired, refill = fire_schedules(J, now, policy.misfire_grace)
 promoted = promoted + fired
+local group_reopen = nil
+if grouped(J) then
+  promoted = promoted + reopen_groups(J, now, policy.promote_chunk)  -- due groups back
+  group_reopen = next_reopen(J)
+end
 local woken = promoted
 local limits = read_limits(config)
 if limits then
@@ -53,6 +61,9 @@ if limits then
   if want > 0 then
     woken, J.reopen = allowance(J, limits, now_us(), want)
   end
+end
+if group_reopen and (not J.reopen or group_reopen < J.reopen) then
+  J.reopen = group_reopen
 end
 wake_idle(idle, wake_prefix, publish, woken)
 arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)

@@ -3,10 +3,13 @@
 --   priority, whatever their due time; idle members are woken for them, one per
 --   job at most, as promotion does (a woken worker's take applies the queue's
 --   limits). Retrying jobs are not touched: their wait is a failure's backoff.
+--   A grouped job goes to its group's ready keys, its group's counts and place
+--   moved (lib/group's make_ready and group_move, as lib/promote does).
 -- Cost: O(count log N): one bounded call per chunk.
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] idle          set     members waiting for work
 -- KEYS[17] stats         hash    lifetime counters of the queue, by event
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] count             delayed entries looked at, at most
 -- ARGV[2] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
@@ -21,7 +24,7 @@
 --!include job_keys
 --!include jobs
 --!include counters
---!include ready
+--!include group
 local J = job_keys()
 local idle = KEYS[16]
 local stats = KEYS[17]
@@ -41,7 +44,8 @@ for _, entry in ipairs(entries) do
     move(J, 'd', 'q')
     record.s = 'q'
     record.v = now
-    push_ready(J.tasks, J.prio, J.seq, record, entry, false)
+    make_ready(J, record, entry, false)
+    group_move(J, record, 'd', 'q', now)
     save_job(J.jobs, id, record)
     promoted = promoted + 1
   end

@@ -10,6 +10,7 @@
 -- KEYS[20] config        hash    per-queue options; 'max_recoveries' overrides ARGV[4]
 -- KEYS[21] stats         hash    lifetime counters of the queue, by event
 -- KEYS[22..27] flow_keys the queue's flow keys (lib/flow)
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] worker            the worker whose processes return
 -- ARGV[2] mode              'fail' (a peer fails a dead worker), 'leave' (the worker
 --                           stops working the queue), 'release' (it hands its jobs back

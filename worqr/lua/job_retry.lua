@@ -2,6 +2,7 @@
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] idle          set     members waiting for work
 -- KEYS[17] stats         hash    lifetime counters of the queue, by event
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] id
 -- ARGV[2] nonce             unique per call: a resend answers as the first call did
 -- ARGV[3] wake_prefix       per-worker wake channel = wake_prefix .. worker id

@@ -3,11 +3,13 @@
 --   at the back of their priority, attempts kept (lib/revive), oldest end first.
 --   Jobs whose unique marker another live job holds, and records past their
 --   purge time, are skipped: run it with a growing `skip` (the skipped so far)
---   until `remaining` is 0.
+--   until `remaining` is 0. A grouped job goes back to its group's ready keys,
+--   its group's counts and place moved (lib/revive: make_ready, group_move).
 -- Cost: O(count log N): one bounded call per chunk.
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] idle          set     members waiting for work
 -- KEYS[17] stats         hash    lifetime counters of the queue, by event
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] state             'x' failed or 'c' cancelled
 -- ARGV[2] count             jobs looked at, at most, by this call
 -- ARGV[3] skip              jobs to pass over first (skipped by earlier calls)

@@ -5,6 +5,7 @@
 -- KEYS[17] owned         zset    the owning worker's process ids on this queue
 -- KEYS[18] idle          set     members waiting for work
 -- KEYS[19] stats         hash    lifetime counters of the queue, by event
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] pid
 -- ARGV[2] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)

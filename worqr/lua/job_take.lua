@@ -12,6 +12,7 @@
 -- KEYS[22] stats         hash    lifetime counters of the queue, by event
 -- KEYS[23..25] sched_keys the queue's schedule keys (lib/schedule)
 -- KEYS[26..31] flow_keys the queue's flow keys (lib/flow)
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] worker            the worker's id
 -- ARGV[2] pid_prefix        client-chosen, unique per call; new process i is pid_prefix .. i
 -- ARGV[3] count             how many jobs to take at most (>= 0; 0 only finishes)
@@ -50,6 +51,8 @@
 --!include promote
 --!include limit
 --!include start
+--!include group
+--!include fair
 --!include wake
 --!include timer
 local J = job_keys()
@@ -74,8 +77,9 @@ J.processes, J.members, J.idle, J.config, J.stats, J.notify =
   processes, members, idle, config, stats, notify
 
 -- The phases, in the order they run: finish (lib/finish), purge (lib/purge),
--- promote (lib/promote, lib/schedule), limit (lib/limit), pick and take
--- (lib/start), wake.
+-- promote (lib/promote, lib/schedule; due groups back to the ring, lib/group),
+-- limit (lib/limit), pick (lib/start, or lib/fair's round robin between groups
+-- when the queue has them) and take (lib/start), wake.
 
 -- wake(limits, micros, now, picked, promoted, done, timed): the rate's slots
 --   spent; this worker idle if it drained the queue (it wants a wake-up); idle
@@ -92,11 +96,22 @@ local function wake(limits, micros, now, picked, promoted, done, timed)
     if count == 0 and done > 0 and limits.max_active and has_ready(J.tasks, J.prio) then
       extra = math.max(extra, 1)  -- room this call freed under max_active and does not take
     end
+  end
+  if J.group_freed and count == 0 then
+    extra = math.max(extra, 1)  -- a group's max_active freed by these finishes
+  end
+  if limits then
     if extra > 0 then
       extra = allowance(J, limits, micros, extra)  -- no herd (spend moved limits.tat)
     end
   end
   wake_idle(idle, wake_prefix, publish, extra)
+  if J.grouped then
+    local reopen = next_reopen(J)  -- a group closed by time opens again
+    if reopen and (not J.reopen or reopen < J.reopen) then
+      J.reopen = reopen
+    end
+  end
   if timed or J.reopen then
     arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
   end
@@ -106,7 +121,8 @@ local resent, refused = admit_take(J, 'jobs', worker, pid_prefix, 0, count)
 if refused then
   return refused
 end
-local limits = read_limits(config)
+local limits, groups = read_limits(config)
+J.grouped = groups ~= nil  -- lib/group: read in the same HMGET, no command for a queue without
 local micros = now_us()  -- one clock reading: start times and the rate agree to the µs
 local now = math.floor(micros / 1000)
 local now_text = string.format('%d', now)
@@ -122,15 +138,28 @@ end
 -- finishes nothing (an idle member's poll, a wake-up) has time to spare and
 -- purges a larger bounded batch, so an idle queue's backlog goes within a poll.
 purge(J, now, done > 0 and math.max(policy.purge_budget, 2 * done) or policy.idle_purge, policy)
-local timed = redis.call('EXISTS', J.delayed, J.retrying, J.sched_next) > 0
+local timed_keys = redis.call('EXISTS', J.delayed, J.retrying, J.sched_next)
+if J.grouped then
+  group_keys(J)
+  timed_keys = timed_keys + redis.call('EXISTS', J.gtimed)
+end
+local timed = timed_keys > 0
 local promoted, fired, refill = 0, 0, {}
 if timed then
   promoted = promote(J, now, policy.promote_chunk)
   fired, refill = fire_schedules(J, now, policy.misfire_grace)
+  if J.grouped then
+    promoted = promoted + reopen_groups(J, now, policy.promote_chunk)
+  end
 end
 local allowed  -- all asked for, unless limits say fewer (finishes freed their room)
 allowed, J.reopen = allowance(J, limits, micros, count)
-local picked = pick_jobs(J, allowed, pid_prefix, now_text, policy.skip_budget)
+local picked
+if J.grouped then
+  picked = pick_fair(J, groups or {}, allowed, pid_prefix, now_text, micros, policy.skip_budget)
+else
+  picked = pick_jobs(J, allowed, pid_prefix, now_text, policy.skip_budget)
+end
 local taken = start_jobs(J, picked, owned, seq, pid_prefix)
 wake(limits, micros, now, picked, promoted + fired, done, timed)
 flush_counters(J)

@@ -3,11 +3,14 @@
 --   new priority), its due time (a delayed or retrying job due by then is queued
 --   now; a queued job due later is delayed). A queued job leaving the list gets
 --   a new life, so its old list entry is a tombstone that takes skip. Nothing is
---   written when the job is not changeable.
+--   written when the job is not changeable. A grouped job moves within its
+--   group's ready keys, and a move between delayed and queued moves its group's
+--   counts and place in the ring (lib/group: make_ready, group_move).
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] members       set     workers of this queue
 -- KEYS[17] idle          set     members waiting for work
 -- KEYS[18] stats         hash    lifetime counters of the queue, by event
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] id
 -- ARGV[2] changes           JSON: P priority, d delay ms | A at ms (epoch, Redis's
 --                           clock), u the new payload's unique marker (sent with
@@ -29,7 +32,7 @@
 --!include job_keys
 --!include jobs
 --!include counters
---!include ready
+--!include group
 --!include timer
 local J = job_keys()
 local members = KEYS[16]
@@ -87,7 +90,13 @@ local state = record.s
 --   tombstone of its old life)
 local function leave_ready()
   if (record.P or 0) ~= 0 then
-    redis.call('ZREM', J.prio, old_entry)
+    local prio = J.prio
+    if record.G then
+      group_keys(J)
+      local _
+      _, prio = group_ready_keys(J, record.G)
+    end
+    redis.call('ZREM', prio, old_entry)
   else
     record.l = redis.call('INCR', J.seq)
   end
@@ -99,13 +108,14 @@ if state == 'q' then
     leave_ready()
     record.P = priority
     move(J, 'q', 'd')
+    group_move(J, record, 'q', 'd', now)
     record.s = 'd'
     record.v = due
     redis.call('ZADD', J.delayed, due, entry_of(id, record.l))
   elseif priority ~= (record.P or 0) then
     leave_ready()
     record.P = priority
-    push_ready(J.tasks, J.prio, J.seq, record, entry_of(id, record.l), false)
+    make_ready(J, record, entry_of(id, record.l), false)
   end
 else
   record.P = priority
@@ -115,7 +125,8 @@ else
     move(J, state, 'q')
     record.s = 'q'
     record.v = now
-    push_ready(J.tasks, J.prio, J.seq, record, old_entry, false)
+    make_ready(J, record, old_entry, false)
+    group_move(J, record, state, 'q', now)
     woken = 1
   elseif due then
     redis.call('ZADD', zset, due, old_entry)

@@ -1,6 +1,7 @@
 -- lib/cancel: cancelling a live job. J as in lib/terminal.
 --!include jobs
 --!include terminal
+--!include group
 
 -- unready(prio, record, entry): take a queued job out of the ready
 -- structures (a cancel). A priority-0 entry stays in the list as a tombstone
@@ -19,7 +20,11 @@ local function cancel_job(J, id, record, now, policy, publish, processes, events
   local previous = record.s
   local entry = entry_of(id, record.l)
   if previous == 'q' then
-    unready(J.prio, record, entry)
+    if record.G then
+      unready_group(J, record, entry)
+    else
+      unready(J.prio, record, entry)
+    end
   elseif previous == 'd' then
     redis.call('ZREM', J.delayed, entry)
   elseif previous == 'r' then

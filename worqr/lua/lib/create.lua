@@ -9,7 +9,7 @@
 --   +4  stats      hash  lifetime counters of the queue, by event
 --!include jobs
 --!include counters
---!include ready
+--!include group
 
 -- create_keys(J, first): KEYS[first..first+4] in J
 local function create_keys(J, first)
@@ -43,7 +43,7 @@ local function place_new(J, record, entry, due, now)
   else
     record.s = 'q'
     record.v = now
-    push_ready(J.tasks, J.prio, J.seq, record, entry, false)
+    make_ready(J, record, entry, false)
   end
 end
 
@@ -54,7 +54,7 @@ end
 --   a duplicate (created 0, the live job's id) and nothing is written; a
 --   terminal one starts a new life. The job is queued (due now) or delayed.
 --   options: d delay ms | A at ms, P priority, u unique marker, R retries,
---   B backoff, T timeout ms, k result ttl ms.
+--   B backoff, T timeout ms, k result ttl ms, G group (lib/group).
 local function create_job(J, id, nonce, payload, options, now)
   local record = load_job(J.jobs, id)
   if record and record.n == nonce then
@@ -74,7 +74,7 @@ local function create_job(J, id, nonce, payload, options, now)
   local life, entry = new_life(J, id, record)
   record = {
     l = life, n = nonce, c = now, a = 0, f = 0, r = 0, P = options.P or 0,
-    R = options.R, B = options.B, T = options.T, k = options.k, u = options.u,
+    R = options.R, B = options.B, T = options.T, k = options.k, u = options.u, G = options.G,
   }
   redis.call('HSET', J.data, id, payload)
   if options.u then
@@ -82,6 +82,7 @@ local function create_job(J, id, nonce, payload, options, now)
   end
   place_new(J, record, entry, options.A or (now + (options.d or 0)), now)
   tally(J, record.s, 1)
+  group_move(J, record, nil, record.s, now)
   save_job(J.jobs, id, record)
   return {id, 1, record.s}, true
 end

@@ -131,7 +131,7 @@ local function save_job(jobs, id, record)
   end
   redis.call(
     'HSET', jobs, id, cjson.encode(cold), hot_field(id),
-    format_hot(record, (record.k or record.u or record.w or record.g or record.E) and '0' or '1')
+    format_hot(record, (record.k or record.u or record.w or record.g or record.E or record.G) and '0' or '1')
   )
 end
 

@@ -7,22 +7,30 @@
 --   holds more than n starts: the long-run rate is n / 1.01 per window when work waits.
 --   'max_active': at most that many active jobs; 'shut' ms: closed until then (a
 --   handler raised RateLimited); 'paused' (job_pause, job_resume): nothing starts
---   until it is removed. A queue with none of them costs one HMGET.
+--   until it is removed. A queue with none of them costs one HMGET. The same HMGET
+--   reads 'groups' (lib/group: the queue has groups) and the defaults of every
+--   group, 'group_rate' n per 'group_per' ms and 'group_max_active'.
 --!include counters
 
 local SLACK = 0.01  -- of the window
 
 -- read_limits(config) -> L {rate, per, max_active, tat, shut, paused}, or nil when the
---   queue has none
+--   queue has none; and G {rate, per, max_active} (the groups' defaults), or nil
+--   when the queue has no groups
 local function read_limits(config)
-  local f = redis.call('HMGET', config, 'rate', 'per', 'max_active', 'tat', 'shut', 'paused')
+  local f = redis.call('HMGET', config, 'rate', 'per', 'max_active', 'tat', 'shut', 'paused',
+    'groups', 'group_rate', 'group_per', 'group_max_active')
+  local G = nil
+  if f[7] then
+    G = {rate = tonumber(f[8]), per = tonumber(f[9]), max_active = tonumber(f[10])}
+  end
   if not (f[1] or f[3] or f[5] or f[6]) then
-    return nil
+    return nil, G
   end
   return {
     rate = tonumber(f[1]), per = tonumber(f[2]), max_active = tonumber(f[3]),
     tat = tonumber(f[4]), shut = tonumber(f[5]), paused = f[6] and true or nil,
-  }
+  }, G
 end
 
 -- now_us() -> the server's time in microseconds (the rate's clock)
@@ -81,7 +89,7 @@ local function spend(J, L, started, now_micros)
     redis.call('HSET', J.config, 'tat', string.format('%d', L.tat))
     J.reopen = math.ceil(L.tat / 1000)
   end
-  if J.reopen and not has_ready(J.tasks, J.prio) then
+  if J.reopen and not J.grouped and not has_ready(J.tasks, J.prio) then
     J.reopen = nil
   end
 end

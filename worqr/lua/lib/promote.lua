@@ -2,7 +2,7 @@
 -- with J.stats.
 --!include jobs
 --!include counters
---!include ready
+--!include group
 
 -- promote(J, now, chunk) -> how many became ready
 --   At most `chunk` due jobs (delayed first, then retrying), each at the back of
@@ -26,7 +26,8 @@ local function promote(J, now, chunk)
           move(J, state, 'q')
           record.s = 'q'
           record.v = tonumber(due[i + 1])
-          push_ready(J.tasks, J.prio, J.seq, record, entry, false)
+          make_ready(J, record, entry, false)
+          group_move(J, record, state, 'q', now)
           save_job(J.jobs, id, record)
           promoted = promoted + 1
         end

@@ -1,7 +1,7 @@
 -- lib/revive: a failed or cancelled job's new life.
 --!include jobs
 --!include counters
---!include ready
+--!include group
 
 local REVIVABLE = {x = true, c = true}
 
@@ -26,6 +26,7 @@ local function revive(J, id, record, now)
   redis.call('HDEL', J.result, id)
   redis.call('HDEL', J.progress, id)
   move(J, record.s, 'q')
+  group_move(J, record, record.s, 'q', now)
   record.l = redis.call('INCR', J.seq)
   record.s = 'q'
   record.v = now
@@ -40,7 +41,7 @@ local function revive(J, id, record, now)
   if record.u then
     redis.call('HSET', J.unique, record.u, entry)
   end
-  push_ready(J.tasks, J.prio, J.seq, record, entry, false)
+  make_ready(J, record, entry, false)
   save_job(J.jobs, id, record)
   return true
 end

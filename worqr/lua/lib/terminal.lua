@@ -3,6 +3,7 @@
 --!include jobs
 --!include counters
 --!include flow
+--!include group
 
 local TTL = {f = 'result_ttl', x = 'failure_ttl', c = 'cancelled_ttl'}
 
@@ -21,6 +22,7 @@ local function mark_ended(J, record, state, now, policy)
   end
   local purge_at = now + ttl
   move(J, record.s, state)
+  group_move(J, record, record.s, state, now)
   record.s = state
   record.e = now
   record.X = purge_at
