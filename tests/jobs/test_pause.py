@@ -18,6 +18,7 @@ from tests.support.job_mesh import Mesh
 from tests.support.mesh import queue_keys
 from tests.support.waiting import wait_until
 
+from .test_limits import start_times
 from .test_schedules import fire_times
 
 Make = Callable[..., worqr.Worqr]
@@ -39,19 +40,6 @@ def meshes(redis_url: str, prefix: str, tmp_path: Path) -> Iterator[Callable[[],
     yield new
     for mesh in made:
         mesh.close()
-
-
-def start_times(client: worqr.Worqr, queue: str) -> list[float]:
-    """Every start time the records of ``queue``'s active and finished jobs hold."""
-    starts = []
-    for state in ("active", "finished"):
-        cursor: str | None = None
-        while True:
-            page, cursor = client.get_jobs(queue, state, limit=1000, cursor=cursor)
-            starts += [job.started for job in page if job.started is not None]
-            if cursor is None:
-                break
-    return sorted(starts)
 
 
 def idle_workers(raw: redis.Redis, prefix: str, queue: str) -> set[str]:

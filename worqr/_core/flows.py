@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .._errors import JobNotFoundError, WrongQueueKindError
+from .._errors import JobNotFoundError
 from .._flows import FlowInfo, FlowJob, FlowRef, Step, chain_specs, compact, flow_state, tree_specs
 from .._jobs import JobInfo, ms, new_job_id
 from . import flow_scripts, job_scripts
@@ -76,15 +76,12 @@ class Flows:
         keys = self.state.queue_keys(queue)
         publish = yield from self.state.publishing()
         item = (root_id, payload, compact(options), compact(flow))
-        try:
-            created, ops = yield flow_scripts.job_flow_submit(
+        created, ops = yield from self.kinds.claim_jobs(
+            queue,
+            flow_scripts.job_flow_submit(
                 keys, queue, [item], publish=publish, policy=self.state.settings.jobs.policy
-            )
-        except WrongQueueKindError as error:
-            raise WrongQueueKindError(
-                f"queue {queue!r}: {error}", queue_kind=error.queue_kind
-            ) from None
-        self.kinds.learned(queue, "jobs")
+            ),
+        )
         yield from self.submission.register_job_queue(queue)
         spec = compact({"k": kind, "j": [list(job) for job in jobs]})
         ttl = max(self.state.settings.jobs.failure_ttl, self.state.settings.jobs.result_ttl)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._checks import count
-from .._errors import WrongQueueKindError
 from .._jobs import validate_group
 from . import job_scripts
 from .calls import Pinned, Plan, command
@@ -103,27 +102,18 @@ class Groups:
         starts, per = ("-", "") if rate is UNSET else rate_fields(rate)
         cap = "-" if max_active is UNSET else max_active_field(max_active)
         publish = yield from self.state.publishing()
-        try:
-            yield job_scripts.job_group_limits(
+        yield from self.kinds.claim_jobs(
+            queue,
+            job_scripts.job_group_limits(
                 keys, name, rate=starts, per=per, max_active=cap, publish=publish
-            )
-        except WrongQueueKindError as error:
-            raise WrongQueueKindError(
-                f"queue {queue!r}: {error}", queue_kind=error.queue_kind
-            ) from None
-        self.kinds.learned(queue, "jobs")
+            ),
+        )
 
     def pause_group(self, queue: str, group: str) -> Plan[None]:
         """Pause one group of a job queue (it may have no jobs yet)."""
         keys = self.state.queue_keys(queue)
         name = validate_group(group)
-        try:
-            yield job_scripts.job_group_pause(keys, name)
-        except WrongQueueKindError as error:
-            raise WrongQueueKindError(
-                f"queue {queue!r}: {error}", queue_kind=error.queue_kind
-            ) from None
-        self.kinds.learned(queue, "jobs")
+        yield from self.kinds.claim_jobs(queue, job_scripts.job_group_pause(keys, name))
 
     def resume_group(self, queue: str, group: str) -> Plan[None]:
         """Let a paused group's jobs start again, waking idle workers for them."""

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _checks as checks
-from .._errors import WrongQueueKindError
 from .._flows import ChildOutcome, child_outcome
 from .._jobs import Backoff, JobProcess
 from .._process import decode_task
@@ -50,13 +49,7 @@ class JobWork:
     def mark_job_queue(self, queue: str) -> Plan[None]:
         """Make ``queue`` a job queue (a worker with a job handler joins it);
         `WrongQueueKindError` when it holds tasks."""
-        try:
-            yield job_scripts.job_kind(self.state.queue_keys(queue))
-        except WrongQueueKindError as error:
-            raise WrongQueueKindError(
-                f"queue {queue!r}: {error}", queue_kind=error.queue_kind
-            ) from None
-        self.kinds.learned(queue, "jobs")
+        yield from self.kinds.claim_jobs(queue, job_scripts.job_kind(self.state.queue_keys(queue)))
         yield command("SADD", self.state.mesh.jobqueues, queue)
 
     def take_jobs(

@@ -8,6 +8,8 @@ become a job queue any time, so it is never assumed.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .._errors import WrongQueueKindError
 from .calls import Pinned, Plan, command
 from .failures import checked_replies
@@ -29,6 +31,18 @@ class QueueKinds:
     def learned(self, queue: str, kind: str) -> None:
         """A script (or a read) said what ``queue`` holds."""
         self._known[queue] = kind
+
+    def claim_jobs(self, queue: str, request: Any) -> Plan[Any]:
+        """Send a script that makes ``queue`` a job queue (or needs one) and
+        remember that it is; its `WrongQueueKindError` names the queue."""
+        try:
+            reply = yield request
+        except WrongQueueKindError as error:
+            raise WrongQueueKindError(
+                f"queue {queue!r}: {error}", queue_kind=error.queue_kind
+            ) from None
+        self._known[queue] = "jobs"
+        return reply
 
     def forget(self, queue: str) -> None:
         """``queue`` was deleted: it may come back as either kind."""

@@ -14,7 +14,6 @@ lib/limit's ``allowance``.
 
 from __future__ import annotations
 
-from .._errors import WrongQueueKindError
 from .._schedules import validate_schedule_name
 from . import job_scripts
 from .calls import Plan, command
@@ -36,13 +35,7 @@ class Pausing:
         metrics, the web view) like the queue's jobs will be."""
         state = self.state
         keys = state.queue_keys(queue)
-        try:
-            yield job_scripts.job_pause(keys)
-        except WrongQueueKindError as error:
-            raise WrongQueueKindError(
-                f"queue {queue!r}: {error}", queue_kind=error.queue_kind
-            ) from None
-        self.kinds.learned(queue, "jobs")
+        yield from self.kinds.claim_jobs(queue, job_scripts.job_pause(keys))
         yield from self.submission.register_job_queue(queue)
 
     def resume(self, queue: str) -> Plan[None]:

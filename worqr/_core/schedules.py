@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .._errors import WrongQueueKindError
 from .._schedules import (
     ScheduleInfo,
     check_schedule_options,
@@ -68,8 +67,9 @@ class Schedules:
             now = int(seconds) * 1000 + int(micros) // 1000
             fires = cron_fires(spec.cron, spec.tz, now, now)
         publish = yield from self.state.publishing()
-        try:
-            _, next_ms, paused = yield job_scripts.job_sched_set(
+        _, next_ms, paused = yield from self.kinds.claim_jobs(
+            queue,
+            job_scripts.job_sched_set(
                 keys,
                 spec.name,
                 spec.wire(),
@@ -77,12 +77,8 @@ class Schedules:
                 fires,
                 publish=publish,
                 policy=self.state.settings.jobs.policy,
-            )
-        except WrongQueueKindError as error:
-            raise WrongQueueKindError(
-                f"queue {queue!r}: {error}", queue_kind=error.queue_kind
-            ) from None
-        self.kinds.learned(queue, "jobs")
+            ),
+        )
         yield from self.submission.register_job_queue(queue)
         nxt = int(next_ms)
         return ScheduleInfo(
