@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from .. import _checks as checks
 from .._jobs import ms, validate_job_id
 from .._keys import QueueKeys
 from . import bulk_scripts
-from .calls import Plan
+from .calls import Call, Plan
 from .jobs_submit import MAX_PRIORITY
 from .kinds import QueueKinds
 from .limits import UNSET, Keep
@@ -64,6 +66,28 @@ def _limit(limit: object) -> int | None:
 
 def _want(limit: int | None, done: int) -> int:
     return BULK_CHUNK if limit is None else min(BULK_CHUNK, limit - done)
+
+
+def _chunks(most: int | None, chunk: Callable[[int, int], Call]) -> Plan[int]:
+    """Call a bulk script chunk after chunk until ``most`` jobs are done (None:
+    no bound), the index is passed, or as many entries as it held at the first
+    call were looked at; how many were done. ``chunk(want, skip)`` is the call
+    for the next chunk: ``want`` jobs at most, after ``skip`` entries the last
+    calls passed over. Its reply is (done, skipped, seen, left), or (done,
+    seen, left) from a script whose jobs all leave the index (none is skipped)."""
+    done = skip = looked = 0
+    bound: int | None = None
+    while most is None or done < most:
+        reply = yield chunk(_want(most, done), skip)
+        count, skipped, seen, left = reply if len(reply) == 4 else (reply[0], 0, *reply[1:])
+        done += int(count)
+        skip += int(skipped)
+        looked += int(seen)
+        if bound is None:
+            bound = int(seen) + int(left)
+        if not int(left) or not int(seen) or looked >= bound:
+            break
+    return done
 
 
 def update_changes(
@@ -162,21 +186,16 @@ class Bulk:
         if not (yield from self._job_queue(queue)):
             return 0
         publish = yield from self.state.publishing()
+
+        def chunk(code: str, want: int, skip: int) -> Call:
+            return bulk_scripts.job_retry_many(
+                keys, state=code, count=want, skip=skip, publish=publish
+            )
+
         moved = 0
         for code in codes:
-            skip = looked = 0
-            bound: int | None = None
-            while most is None or moved < most:
-                done, skipped, seen, remaining = yield bulk_scripts.job_retry_many(
-                    keys, state=code, count=_want(most, moved), skip=skip, publish=publish
-                )
-                moved += int(done)
-                skip += int(skipped)
-                looked += int(seen)
-                if bound is None:
-                    bound = int(seen) + int(remaining)
-                if not int(remaining) or not int(seen) or looked >= bound:
-                    break
+            left = None if most is None else most - moved
+            moved += yield from _chunks(left, partial(chunk, code))
         return moved
 
     # -- promote -------------------------------------------------------------------
@@ -188,19 +207,12 @@ class Bulk:
         if not (yield from self._job_queue(queue)):
             return 0
         publish = yield from self.state.publishing()
-        promoted = looked = 0
-        bound: int | None = None
-        while most is None or promoted < most:
-            done, seen, left = yield bulk_scripts.job_promote_many(
-                keys, count=_want(most, promoted), publish=publish
+        return (
+            yield from _chunks(
+                most,
+                lambda want, _: bulk_scripts.job_promote_many(keys, count=want, publish=publish),
             )
-            promoted += int(done)
-            looked += int(seen)
-            if bound is None:
-                bound = int(seen) + int(left)
-            if not int(left) or not int(seen) or looked >= bound:
-                break
-        return promoted
+        )
 
     # -- purge ---------------------------------------------------------------------
 
@@ -215,25 +227,14 @@ class Bulk:
         most = _limit(limit)
         if not (yield from self._job_queue(queue)):
             return 0
-        purged = skip = looked = 0
-        bound: int | None = None
-        while most is None or purged < most:
-            done, skipped, seen, remaining = yield bulk_scripts.job_purge_many(
-                keys,
-                state=code,
-                count=BULK_CHUNK,
-                want=_want(most, purged),
-                skip=skip,
-                older_than_ms=older_ms,
+        return (
+            yield from _chunks(
+                most,
+                lambda want, skip: bulk_scripts.job_purge_many(
+                    keys, state=code, count=BULK_CHUNK, want=want, skip=skip, older_than_ms=older_ms
+                ),
             )
-            purged += int(done)
-            skip += int(skipped)
-            looked += int(seen)
-            if bound is None:
-                bound = int(seen) + int(remaining)
-            if not int(remaining) or not int(seen) or looked >= bound:
-                break
-        return purged
+        )
 
     # -- update --------------------------------------------------------------------
 
