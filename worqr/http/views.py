@@ -20,6 +20,7 @@ from typing import Any
 from .._clients.async_client import AsyncWorqr
 from .._core.limits import QueueLimits
 from .._jobs import JobInfo
+from .errors import job_not_found
 from .replies import JobCounts, JobReply, LimitsReply, QueueRow, RateReply, WorkerRow
 
 
@@ -52,6 +53,14 @@ def job_reply(job: JobInfo, *, show_payloads: bool) -> JobReply:
 def job_json(job: JobInfo, *, show_payloads: bool) -> dict[str, Any]:
     """`job_reply` as JSON-ready data (the event stream's)."""
     return job_reply(job, show_payloads=show_payloads).model_dump(mode="json", exclude_unset=True)
+
+
+async def existing_job(client: AsyncWorqr, queue: str, id: str) -> JobInfo:
+    """The job ``id`` of ``queue``; `job_not_found` (404) when there is none."""
+    job = await client.get_job(queue, id)
+    if job is None:
+        raise job_not_found(queue, id)
+    return job
 
 
 async def queue_kind(client: AsyncWorqr, name: str) -> str:
