@@ -14,7 +14,7 @@ from .._core.jobs_work import JobFinish
 from .._core.limits import UNSET, Keep
 from .._flows import FlowInfo, FlowJob, FlowRef, Step
 from .._jobs import Backoff, JobInfo, JobProcess, JobRef
-from .._schedules import ScheduleInfo
+from .._schedules import ScheduleArgs, ScheduleInfo
 from .shell import Shell
 
 T = TypeVar("T")
@@ -238,14 +238,7 @@ class AsyncJobApi(Shell):
         `ValueError` or `TypeError` before anything is written."""
         return await self._drive(
             self._core.schedules.schedule(
-                queue,
-                name,
-                cron=cron,
-                every=every,
-                tz=tz,
-                payload=payload,
-                overlap=overlap,
-                options=job_options,
+                queue, name, ScheduleArgs(cron, every, tz, payload, overlap, job_options)
             )
         )
 
