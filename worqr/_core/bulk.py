@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -111,16 +112,14 @@ def update_changes(
     return changes
 
 
+@dataclass(eq=False)
 class Bulk:
     """The bulk plans of a core (``core.bulk``)."""
 
-    def __init__(
-        self, state: CoreState, kinds: QueueKinds, relay: Relay, producing: Producing
-    ) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.relay = relay
-        self.producing = producing
+    state: CoreState
+    kinds: QueueKinds
+    relay: Relay
+    producing: Producing
 
     def _job_queue(self, queue: str) -> Plan[bool]:
         """Whether ``queue`` is a job queue; `WrongQueueKindError` when it holds tasks."""

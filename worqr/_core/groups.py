@@ -82,10 +82,10 @@ def group_info(name: str, rec: dict[str, Any], defaults: list[Any], now_ms: floa
     )
 
 
+@dataclass(eq=False)
 class Groups:
-    def __init__(self, state: CoreState, kinds: QueueKinds) -> None:
-        self.state = state
-        self.kinds = kinds
+    state: CoreState
+    kinds: QueueKinds
 
     def configure_group(
         self,

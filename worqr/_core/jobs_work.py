@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .. import _checks as checks
@@ -31,20 +32,13 @@ PURGE_CHUNK = 200  # failed jobs dropped per script call (purge_failed)
 _RECORD = json.JSONDecoder()  # a take's hot path skips json.loads's checks
 
 
+@dataclass(eq=False)
 class JobWork:
-    def __init__(
-        self,
-        state: CoreState,
-        kinds: QueueKinds,
-        membership: Membership,
-        relay: Relay,
-        refill: ScheduleRefill,
-    ) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.membership = membership
-        self.relay = relay
-        self.refill = refill
+    state: CoreState
+    kinds: QueueKinds
+    membership: Membership
+    relay: Relay
+    refill: ScheduleRefill
 
     def mark_job_queue(self, queue: str) -> Plan[None]:
         """Make ``queue`` a job queue (a worker with a job handler joins it);

@@ -110,10 +110,10 @@ def parse_limits(fields: list[Any], active: Any, now_micros: int) -> QueueLimits
     )
 
 
+@dataclass(eq=False)
 class Limits:
-    def __init__(self, state: CoreState, kinds: QueueKinds) -> None:
-        self.state = state
-        self.kinds = kinds
+    state: CoreState
+    kinds: QueueKinds
 
     def configure_queue(
         self,

@@ -9,6 +9,7 @@ import platform
 import re
 import time
 import uuid
+from dataclasses import dataclass
 
 from .._errors import WrongQueueKindError
 from .._keys import QueueKeys
@@ -29,14 +30,12 @@ def new_worker_id() -> str:
     return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
+@dataclass(eq=False)
 class Membership:
-    def __init__(
-        self, state: CoreState, kinds: QueueKinds, notifications: Notifications, relay: Relay
-    ) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.notifications = notifications
-        self.relay = relay
+    state: CoreState
+    kinds: QueueKinds
+    notifications: Notifications
+    relay: Relay
 
     def start_worker(self) -> Plan[str]:
         state = self.state

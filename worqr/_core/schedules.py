@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from .._schedules import (
     ScheduleArgs,
@@ -35,18 +36,12 @@ def checked_schedule(
     return schedule_spec(name, args, payload=encode(args.payload), options=options)
 
 
+@dataclass(eq=False)
 class Schedules:
-    def __init__(
-        self,
-        state: CoreState,
-        kinds: QueueKinds,
-        producing: Producing,
-        submission: JobSubmission,
-    ) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.producing = producing
-        self.submission = submission
+    state: CoreState
+    kinds: QueueKinds
+    producing: Producing
+    submission: JobSubmission
 
     def schedule(self, queue: str, name: str, args: ScheduleArgs) -> Plan[ScheduleInfo]:
         """Create or replace the schedule ``name`` of ``queue``; an equal spec
