@@ -17,6 +17,8 @@ from .state import CoreState
 
 @dataclass(eq=False)
 class DeadLetters:
+    """The failed-work plans of a core (``core.dead_letters``), for both kinds."""
+
     state: CoreState
     kinds: QueueKinds
     job_reads: JobReads

@@ -30,6 +30,8 @@ QUEUE_DELETED = "QueueDeleted: the job's queue was deleted"
 
 @dataclass(eq=False)
 class QueueDeletion:
+    """The plan that deletes a queue (``core.deletion``)."""
+
     state: CoreState
     kinds: QueueKinds
     relay: Relay

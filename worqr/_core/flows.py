@@ -33,6 +33,8 @@ READ_CHUNK = 500  # job reads per pinned group of get_flow
 
 @dataclass(eq=False)
 class Flows:
+    """The flow plans of a core (``core.flows``)."""
+
     state: CoreState
     kinds: QueueKinds
     producing: Producing

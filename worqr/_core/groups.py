@@ -84,6 +84,8 @@ def group_info(name: str, rec: dict[str, Any], defaults: list[Any], now_ms: floa
 
 @dataclass(eq=False)
 class Groups:
+    """The fair-share group plans of a core (``core.groups``)."""
+
     state: CoreState
     kinds: QueueKinds
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .. import _checks as checks
@@ -32,8 +31,10 @@ PURGE_CHUNK = 200  # failed jobs dropped per script call (purge_failed)
 _RECORD = json.JSONDecoder()  # a take's hot path skips json.loads's checks
 
 
-@dataclass(eq=False)
+@dataclasses.dataclass(eq=False)
 class JobWork:
+    """The plans of a worker's jobs: taking them and ending them (``core.job_work``)."""
+
     state: CoreState
     kinds: QueueKinds
     membership: Membership

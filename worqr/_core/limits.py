@@ -112,6 +112,8 @@ def parse_limits(fields: list[Any], active: Any, now_micros: int) -> QueueLimits
 
 @dataclass(eq=False)
 class Limits:
+    """The queue option and limit plans of a core (``core.limits``)."""
+
     state: CoreState
     kinds: QueueKinds
 

@@ -25,6 +25,8 @@ RECONCILE_BATCH = 1000  # process ids read per ZRANGE when reconciling
 
 @dataclass(eq=False)
 class Liveness:
+    """The plans that keep the mesh alive (``core.liveness``)."""
+
     state: CoreState
     kinds: QueueKinds
     membership: Membership

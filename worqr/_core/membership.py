@@ -32,6 +32,8 @@ def new_worker_id() -> str:
 
 @dataclass(eq=False)
 class Membership:
+    """The plans of a worker's membership in the mesh (``core.membership``)."""
+
     state: CoreState
     kinds: QueueKinds
     notifications: Notifications

@@ -26,6 +26,8 @@ from .state import CoreState
 
 @dataclass(eq=False)
 class Pausing:
+    """The pause plans of queues and schedules (``core.pausing``)."""
+
     state: CoreState
     kinds: QueueKinds
     submission: JobSubmission  # registers a queue paused before it had jobs

@@ -25,6 +25,8 @@ DEQUEUE_CHUNK = 500  # most tasks per dequeue script call (bounded scripts): ~3 
 
 @dataclass(eq=False)
 class Processes:
+    """The plans of a worker's task processes (``core.processes``)."""
+
     state: CoreState
     membership: Membership
 

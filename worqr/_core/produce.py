@@ -41,6 +41,8 @@ def _with_count(error: Exception, done: int, total: int) -> Exception:
 
 @dataclass(eq=False)
 class Producing:
+    """The plans that produce and remove work (``core.producing``)."""
+
     state: CoreState
     kinds: QueueKinds
     relay: Relay

@@ -38,6 +38,8 @@ def checked_schedule(
 
 @dataclass(eq=False)
 class Schedules:
+    """The schedule plans of a core (``core.schedules``)."""
+
     state: CoreState
     kinds: QueueKinds
     producing: Producing

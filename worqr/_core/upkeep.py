@@ -32,6 +32,8 @@ CURSOR_TTL_MS = 60_000  # the sweep's cursor outlives the last pass by this much
 
 @dataclass(eq=False)
 class Upkeep:
+    """The upkeep of job queues no worker serves (``core.upkeep``)."""
+
     state: CoreState
 
     def tidy_job_queues(self) -> Plan[int]:
