@@ -5,10 +5,13 @@
 -- once (one LPOP: it is at the left end just after the move), so a take never
 -- visits a limited, paused or empty group. Inside a group: priority, then submit
 -- order (lib/ready). G: the queue's group defaults {rate, per, max_active}.
+-- Also the other group steps of job_take's phases (timed_groups, reopen_due,
+-- group_wake), so that a queue without groups runs none of them.
 --!include jobs
 --!include counters
 --!include ready
 --!include limit
+--!include start
 --!include group
 
 -- group_closed(G, rec, micros) -> nil when the group may start a job now, else
@@ -122,4 +125,46 @@ local function pick_fair(J, G, want, pid_prefix, now_text, micros, skip_budget)
   tally(J, 'q', -P.n)
   tally(J, 'a', P.n)
   return P
+end
+
+-- pick_next(J, G, want, pid_prefix, now_text, micros, skip_budget) -> picked: the
+--   pick phase: round robin between groups when the queue has them (J.grouped),
+--   else lib/start's pick_jobs in queue order
+local function pick_next(J, G, want, pid_prefix, now_text, micros, skip_budget)
+  if J.grouped then
+    return pick_fair(J, G or {}, want, pid_prefix, now_text, micros, skip_budget)
+  end
+  return pick_jobs(J, want, pid_prefix, now_text, skip_budget)
+end
+
+-- timed_groups(J) -> 1 when some group waits for a time (the promote phase runs),
+--   else 0; no command on a queue without groups
+local function timed_groups(J)
+  if not J.grouped then
+    return 0
+  end
+  group_keys(J)
+  return redis.call('EXISTS', J.gtimed)
+end
+
+-- reopen_due(J, now, chunk) -> how many due timed groups went back to the ring
+--   (0 on a queue without groups)
+local function reopen_due(J, now, chunk)
+  return J.grouped and reopen_groups(J, now, chunk) or 0
+end
+
+-- group_wake(J, count, extra) -> extra, one more when a finishing call (count 0)
+--   freed a group's max_active; J.reopen the earlier of its own and the first
+--   timed group's reopening (the timer waits for it)
+local function group_wake(J, count, extra)
+  if J.group_freed and count == 0 then
+    extra = math.max(extra, 1)
+  end
+  if J.grouped then
+    local reopen = next_reopen(J)
+    if reopen and (not J.reopen or reopen < J.reopen) then
+      J.reopen = reopen
+    end
+  end
+  return extra
 end
