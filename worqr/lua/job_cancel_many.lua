@@ -94,8 +94,10 @@ elseif state == 'q' then
   reply[3] = ungrouped
   if grouped(J) then
     if ungrouped == 0 then
+      J.ring_out = {}  -- the groups emptied leave the ring together (lib/sweep)
       drop_ungrouped(J, now)
       reply[4] = W.looked < count and sweep_groups(W, J, cursor) or cursor
+      leave_ring_all(J)
     end
     reply[3] = ungrouped + tonumber(redis.call('HGET', J.counts, state_name('q')) or '0')
   end

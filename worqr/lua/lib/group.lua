@@ -107,6 +107,8 @@ end
 
 -- place_group(J, g, rec): into the ring (the back) when it has ready jobs and
 --   nothing holds it (the take's pick checks its limits), out when it has none
+--   (LREM, O(ring); a caller that empties many groups in one call sets
+--   J.ring_out, a list, and they are removed together: lib/sweep's leave_ring_all)
 local function place_group(J, g, rec)
   if rec.p or rec.w == 't' or rec.w == 'f' then
     return
@@ -116,7 +118,11 @@ local function place_group(J, g, rec)
     redis.call('LPUSH', J.ring, g)
   elseif rec.q == 0 and rec.w == 'r' then
     rec.w = nil
-    redis.call('LREM', J.ring, 1, g)
+    if J.ring_out then
+      J.ring_out[#J.ring_out + 1] = g
+    else
+      redis.call('LREM', J.ring, 1, g)
+    end
   end
 end
 

@@ -38,18 +38,55 @@ local function sweep_ready(W, ready, prio, n)
   return redis.call('LLEN', ready) + redis.call('ZCARD', prio)
 end
 
--- drop_ungrouped(J, now): no ungrouped job is ready: '' leaves the ring, and its
---   record (which holds no counts) goes
+-- drop_ungrouped(J, now): no ungrouped job is ready: '' leaves the ring (through
+--   J.ring_out when set), and its record (which holds no counts) goes
 local function drop_ungrouped(J, now)
   if redis.call('HEXISTS', J.grp, '') == 0 then
     return
   end
   local rec = load_group(J, '')
   if rec.w == 'r' then
-    redis.call('LREM', J.ring, 1, '')
+    if J.ring_out then
+      J.ring_out[#J.ring_out + 1] = ''
+    else
+      redis.call('LREM', J.ring, 1, '')
+    end
     rec.w = nil
   end
   save_group(J, '', rec, now)
+end
+
+-- leave_ring_all(J): the groups listed in J.ring_out (lib/group's place_group)
+--   leave the ring, one entry per listing, in one pass: one LREM for one group,
+--   else the ring read once and written again without them (O(ring) for the
+--   call, where an LREM each is O(ring) each: a bulk cancel of G groups was
+--   O(G * ring)). A group that came back in the same call has two entries by
+--   then and keeps one. Order is kept: the ring's rotation goes on unchanged.
+local function leave_ring_all(J)
+  local out = J.ring_out
+  J.ring_out = nil
+  if #out <= 1 then
+    if out[1] then
+      redis.call('LREM', J.ring, 1, out[1])
+    end
+    return
+  end
+  local drop = {}
+  for _, g in ipairs(out) do
+    drop[g] = (drop[g] or 0) + 1
+  end
+  local kept = {}
+  for _, g in ipairs(redis.call('LRANGE', J.ring, 0, -1)) do
+    if (drop[g] or 0) > 0 then
+      drop[g] = drop[g] - 1
+    else
+      kept[#kept + 1] = g
+    end
+  end
+  redis.call('DEL', J.ring)
+  for i = 1, #kept, 1000 do  -- unpack's stack is bounded
+    redis.call('RPUSH', J.ring, unpack(kept, i, math.min(i + 999, #kept)))
+  end
 end
 
 -- sweep_groups(W, J, at) -> the next cursor: the groups of one HSCAN page of `grp`
