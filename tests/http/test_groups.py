@@ -12,15 +12,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.http.conftest import TOKEN, Api, ApiRunner
-
-NONE = {
-    "rate": None,
-    "max_active": None,
-    "active": 0,
-    "closed_until": None,
-    "limited": False,
-    "paused": False,
-}
+from tests.http.test_limits import NONE
 
 
 def test_submit_with_a_group_and_list_the_groups(api: ApiRunner) -> None:
@@ -109,54 +101,50 @@ def test_a_group_is_paused_and_resumed(api: ApiRunner) -> None:
     api(scenario)
 
 
+BAD_GROUP = "invalid_group"
+
+
 @pytest.mark.parametrize(
-    ("method", "path", "body"),
+    ("method", "path", "body", "code"),
     [
-        ("POST", "/v1/queues/jobs/jobs", {"payload": "x", "group": ""}),
-        ("POST", "/v1/queues/jobs/jobs", {"payload": "x", "group": "a\u0001b"}),
-        ("POST", "/v1/queues/jobs/jobs", {"payload": "x", "group": "g" * 257}),
-        ("POST", "/v1/queues/jobs/jobs", {"payload": "x", "group": 5}),
-        ("POST", "/v1/queues/jobs/pause", {"group": ""}),
-        ("POST", "/v1/queues/jobs/resume", {"group": "a\u007fb"}),
-        ("PUT", "/v1/queues/jobs/groups/a%01b/limits", {"max_active": 1}),
-        ("PUT", f"/v1/queues/jobs/groups/{'g' * 257}/limits", {"max_active": 1}),
-        ("GET", "/v1/queues/jobs/groups/a%7Fb/limits", None),
+        ("POST", "/v1/queues/jobs/jobs", {"payload": "x", "group": ""}, BAD_GROUP),
+        ("POST", "/v1/queues/jobs/jobs", {"payload": "x", "group": "a\u0001b"}, BAD_GROUP),
+        ("POST", "/v1/queues/jobs/jobs", {"payload": "x", "group": "g" * 257}, BAD_GROUP),
+        ("POST", "/v1/queues/jobs/jobs", {"payload": "x", "group": 5}, BAD_GROUP),
+        ("POST", "/v1/queues/jobs/pause", {"group": ""}, BAD_GROUP),
+        ("POST", "/v1/queues/jobs/resume", {"group": "a\u007fb"}, BAD_GROUP),
+        ("PUT", "/v1/queues/jobs/groups/a%01b/limits", {"max_active": 1}, BAD_GROUP),
+        ("PUT", f"/v1/queues/jobs/groups/{'g' * 257}/limits", {"max_active": 1}, BAD_GROUP),
+        ("GET", "/v1/queues/jobs/groups/a%7Fb/limits", None, BAD_GROUP),
+        ("PUT", "/v1/queues/jobs/groups/acme/limits", {"max_active": 0}, "invalid_option"),
+        (
+            "PUT",
+            "/v1/queues/jobs/groups/acme/limits",
+            {"rate": {"starts": 1, "seconds": 0}},
+            "invalid_option",
+        ),
+        ("PUT", "/v1/queues/jobs/groups/acme/limits", {"group_rate": None}, "unknown_field"),
+        ("GET", "/v1/queues/jobs/groups?limit=0", None, "invalid_parameter"),
+        ("GET", "/v1/queues/jobs/groups?cursor=x", None, "invalid_parameter"),
+        ("POST", "/v1/queues/jobs/pause", {"group": "acme", "schedule": "s"}, "invalid_option"),
     ],
 )
-def test_a_bad_group_is_400_invalid_group_and_writes_nothing(
-    api: ApiRunner, keys: Callable[[], list[bytes]], method: str, path: str, body: object
+def test_bad_input_is_400_and_writes_nothing(
+    api: ApiRunner,
+    keys: Callable[[], list[bytes]],
+    method: str,
+    path: str,
+    body: object,
+    code: str,
 ) -> None:
+    """A bad group name, in a path or a body, is ``invalid_group``."""
+
     async def scenario(api: Api) -> None:
         await api.client.submit("jobs", "x", group="acme")
         before = keys()
         answer = await api.http.request(method, path, json=body)
         assert answer.status_code == 400, answer.text
-        assert answer.json()["error"]["code"] == "invalid_group"
-        assert keys() == before
-
-    api(scenario)
-
-
-@pytest.mark.parametrize(
-    ("method", "path", "body"),
-    [
-        ("PUT", "/v1/queues/jobs/groups/acme/limits", {"max_active": 0}),
-        ("PUT", "/v1/queues/jobs/groups/acme/limits", {"rate": {"starts": 1, "seconds": 0}}),
-        ("PUT", "/v1/queues/jobs/groups/acme/limits", {"group_rate": None}),
-        ("GET", "/v1/queues/jobs/groups?limit=0", None),
-        ("GET", "/v1/queues/jobs/groups?cursor=x", None),
-        ("POST", "/v1/queues/jobs/pause", {"group": "acme", "schedule": "nightly"}),
-    ],
-)
-def test_other_bad_input_is_400_and_writes_nothing(
-    api: ApiRunner, keys: Callable[[], list[bytes]], method: str, path: str, body: object
-) -> None:
-    async def scenario(api: Api) -> None:
-        await api.client.submit("jobs", "x", group="acme")
-        before = keys()
-        answer = await api.http.request(method, path, json=body)
-        assert answer.status_code == 400, answer.text
-        assert answer.json()["error"]["code"] != "invalid_group"
+        assert answer.json()["error"]["code"] == code
         assert keys() == before
 
     api(scenario)

@@ -6,9 +6,7 @@ now), read from real Redis by the collector and by a `worqr exporter` process.""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 
-import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from tests.support.cli import start_cli
@@ -23,13 +21,6 @@ from worqr.metrics.group_metrics import PAGE
 
 WAITING = "worqr_queue_groups_waiting"
 LIMITED = "worqr_queue_groups_limited"
-
-
-@pytest.fixture
-def collector(redis_url: str, prefix: str) -> Iterator[MeshCollector]:
-    made = MeshCollector.from_url(redis_url, prefix)
-    yield made
-    made.close()
 
 
 def test_groups_waiting_and_limited_follow_caps_rates_and_pauses(
