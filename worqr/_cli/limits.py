@@ -52,12 +52,6 @@ def _apply(client: Worqr, args: argparse.Namespace) -> QueueLimits:
     rate, cap = _option(args, "rate"), _option(args, "max_active")
     group_rate, group_cap = _option(args, "group_rate"), _option(args, "group_max_active")
     if args.group is not None:
-        if group_rate is not UNSET or group_cap is not UNSET:
-            raise CliError(
-                "--group-rate and --group-max-active set every group's limits: "
-                "give them without --group",
-                EXIT_USAGE,
-            )
         if rate is not UNSET or cap is not UNSET:
             client.configure_group(args.queue, args.group, rate=rate, max_active=cap)
         return client.get_limits(args.queue, group=args.group)
@@ -69,6 +63,13 @@ def _apply(client: Worqr, args: argparse.Namespace) -> QueueLimits:
 
 
 def limit(args: argparse.Namespace) -> int:
+    every_group = (_option(args, "group_rate"), _option(args, "group_max_active"))
+    if args.group is not None and any(option is not UNSET for option in every_group):
+        raise CliError(  # before connecting
+            "--group-rate and --group-max-active set every group's limits: "
+            "give them without --group",
+            EXIT_USAGE,
+        )
     with admin_client(args) as client:
         try:
             limits = _apply(client, args)
