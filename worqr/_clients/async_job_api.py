@@ -317,6 +317,10 @@ class AsyncInternals:
         """`count_jobs`, and "overdue": due jobs not yet promoted."""
         return await self._drive(self.core.job_reads.job_counts(queue))
 
+    async def group_defaults(self, queue: str) -> tuple[tuple[int, float] | None, int | None]:
+        """The queue's ``group_rate`` and ``group_max_active`` (`configure_queue`)."""
+        return await self._drive(self.core.groups.group_defaults(queue))
+
     async def mark_job_queue(self, queue: str) -> None:
         """Make ``queue`` a job queue (`WrongQueueKindError` if it holds tasks)."""
         await self._drive(self.core.job_work.mark_job_queue(queue))

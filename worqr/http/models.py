@@ -25,7 +25,7 @@ from pydantic.json_schema import SkipJsonSchema
 from .._checks import MAX_COUNT, MAX_EPOCH_SECONDS, MAX_SECONDS
 from .._core.jobs_read import MAX_PAGE
 from .._core.jobs_submit import MAX_PRIORITY
-from .._core.limits import MAX_RATE_SECONDS, MIN_RATE_SECONDS
+from .._core.limits import MAX_RATE_SECONDS, MIN_RATE_SECONDS, UNSET
 from .._jobs import MAX_BACKOFF_FACTOR, MAX_ID_CHARS, STATES, Backoff
 from .._keys import MAX_NAME_CHARS
 from .._schedules import MAX_SCHEDULE_NAME
@@ -71,6 +71,16 @@ JobId = Annotated[
         examples=["welcome-alice", "01M8S9044W9553V015YAA969M0"],
     ),
 ]
+GroupName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        pattern=JOB_ID_PATTERN,
+        description="a fair-share group (the job-id rules)",
+        examples=["acme", "tenant-42"],
+    ),
+]
 Base64 = Annotated[
     str,
     Field(
@@ -105,6 +115,11 @@ PositiveSeconds = Annotated[float, seconds(above=True)]
 
 QUEUE_NAME: TypeAdapter[str] = TypeAdapter(QueueName, config=_STRICT)
 JOB_ID: TypeAdapter[str] = TypeAdapter(JobId, config=_STRICT)
+GROUP_NAME: TypeAdapter[str] = TypeAdapter(GroupName, config=_STRICT)
+
+FIELD_CODES = {"group": "invalid_group"}
+"""The error code of a body whose only bad field is one of these (else
+``invalid_option``)."""
 
 # -- requests ---------------------------------------------------------------
 
@@ -178,6 +193,9 @@ class SubmitBody(NoNulls):
     )
     priority: Annotated[int, Field(ge=-MAX_PRIORITY, le=MAX_PRIORITY), WHOLE] = 0
     unique: bool = Field(False, description="at most one live job with this payload")
+    group: GroupName | SkipJsonSchema[None] = Field(
+        None, description="its fair-share group: one job of each group is taken in turn"
+    )
     retries: Annotated[int, Field(ge=0, le=MAX_COUNT), WHOLE] | SkipJsonSchema[None] = None
     backoff: Seconds | BackoffBody | SkipJsonSchema[None] = Field(
         None, description="fixed seconds, or an exponential backoff"
@@ -198,7 +216,17 @@ class SubmitBody(NoNulls):
 
     def options(self) -> dict[str, Any]:
         """The keyword arguments of `submit` given in this body."""
-        names = ("id", "delay", "at", "priority", "unique", "retries", "timeout", "result_ttl")
+        names = (
+            "id",
+            "delay",
+            "at",
+            "priority",
+            "unique",
+            "group",
+            "retries",
+            "timeout",
+            "result_ttl",
+        )
         options = {name: getattr(self, name) for name in given(self, *names)}
         if isinstance(self.backoff, BackoffBody):
             options["backoff"] = Backoff(**self.backoff.model_dump())
@@ -285,14 +313,29 @@ class LimitsBody(BaseModel):
     rate: Rate | None = None
     max_active: Annotated[int, Field(ge=1, le=MAX_COUNT), WHOLE] | None = None
 
+    def changes(self) -> dict[str, Any]:
+        """``rate`` and ``max_active`` as `configure_queue` takes them (UNSET: not given)."""
+        changes: dict[str, Any] = {"rate": UNSET, "max_active": UNSET}
+        if "rate" in self.model_fields_set:
+            changes["rate"] = None if self.rate is None else (self.rate.starts, self.rate.seconds)
+        if "max_active" in self.model_fields_set:
+            changes["max_active"] = self.max_active
+        return changes
+
 
 class PauseBody(NoNulls):
-    """What to pause or resume: the queue (no body, or no field), or one of its
-    schedules."""
+    """What to pause or resume: the queue (no body, or no field), one of its
+    fair-share groups, or one of its schedules."""
 
     model_config = ConfigDict(
-        **_STRICT, json_schema_extra={"examples": [{}, {"schedule": "nightly"}]}
+        **_STRICT,
+        json_schema_extra={
+            "not": {"required": ["group", "schedule"]},
+            "examples": [{}, {"group": "acme"}, {"schedule": "nightly"}],
+        },
     )
+
+    group: GroupName | SkipJsonSchema[None] = None
 
     schedule: (
         Annotated[
@@ -306,6 +349,12 @@ class PauseBody(NoNulls):
         ]
         | SkipJsonSchema[None]
     ) = None
+
+    @model_validator(mode="after")
+    def _group_or_schedule(self) -> PauseBody:
+        if len(given(self, "group", "schedule")) > 1:
+            raise ValueError("give group or schedule, not both")
+        return self
 
 
 # -- query strings ------------------------------------------------------------
