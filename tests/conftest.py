@@ -24,6 +24,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     tools.check_marker(item)  # @pytest.mark.needs("prometheus"): skipped, and said at the end
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    tools.count_skip(report)  # on xdist's controller too, from its workers' reports
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     line = tools.summary()  # after pytest's own last line: the last thing a run says
     if line is not None:

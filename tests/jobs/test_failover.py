@@ -97,7 +97,8 @@ def test_a_sigkill_storm_finishes_every_job_once_with_its_result(mesh: Mesh) -> 
     """2,000 jobs on 4 worker processes, a random registered child SIGKILLed every
     0.2-0.4 s (12 kills) while they run: every job finishes, with its own result,
     exactly once; the counts are exact; each job's attempts are its takes, and
-    the recoveries the counters report are the attempts beyond the first."""
+    the takes that ended unfinished, as the counters report them (recovered,
+    or handed back by a live worker), are the attempts beyond the first."""
     seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
     mesh.client.configure_queue("storm", max_recoveries=-1)  # a storm is not a poison pill
@@ -133,5 +134,9 @@ def test_a_sigkill_storm_finishes_every_job_once_with_its_result(mesh: Mesh) -> 
         # counts an attempt without a record, so the finishing take is the last.
         assert starts and max(starts) == info.attempts, (ref.id, starts, info.attempts, seed)
         extra_attempts += info.attempts - 1
-    assert stats.get("recovered", 0) == extra_attempts, (stats, extra_attempts, seed)
-    assert extra_attempts > 0, "no job was ever recovered: the kills missed every job"
+    # Each take beyond a job's first is one that ended unfinished: a recovery
+    # from a dead worker, or (on a loaded machine) a live worker handing a job
+    # back: stopped when its lease went stale (no heartbeat landed in time).
+    handed_back = stats.get("stopped", 0)
+    assert stats.get("recovered", 0) + handed_back == extra_attempts, (stats, extra_attempts, seed)
+    assert stats.get("recovered", 0) > 0, "no job was ever recovered: the kills missed every job"

@@ -33,7 +33,11 @@ HOW = {
 ALIASES = {"chromium": ("chromium", "chromium-browser", "google-chrome")}
 
 missing: collections.Counter[str] = collections.Counter()
-"""Tests not run this session, by missing program (for the summary line)."""
+"""Tests not run this session, by missing program (for the summary line),
+counted from the skip reports (`count_skip`), so that under pytest-xdist the
+controller, which prints the line, sees its workers' skips too."""
+
+MISSING = ", which is missing"  # "needs <tool>, which is missing (how to get it)"
 
 
 def find(tool: str) -> str | None:
@@ -48,8 +52,7 @@ def find(tool: str) -> str | None:
 def require(tool: str, detail: str = "") -> NoReturn:
     """Skip the running test (fail it under ``$WORQR_TEST_REQUIRE_TOOLS``):
     ``tool`` is not available. ``detail`` says what was seen."""
-    missing[tool] += 1
-    message = f"needs {tool}, which is missing ({HOW.get(tool, 'install it')})"
+    message = f"needs {tool}{MISSING} ({HOW.get(tool, 'install it')})"
     if detail:
         message += f": {detail}"
     if os.environ.get(REQUIRE) == "1":
@@ -63,6 +66,15 @@ def check_marker(item: pytest.Item) -> None:
         for tool in mark.args:
             if find(tool) is None:
                 require(tool, "not on PATH")
+
+
+def count_skip(report: pytest.TestReport) -> None:
+    """``pytest_runtest_logreport``: count a test skipped by `require`."""
+    if not report.skipped or not isinstance(report.longrepr, tuple):
+        return
+    reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+    if reason.startswith("needs ") and MISSING in reason:
+        missing[reason.removeprefix("needs ").split(MISSING)[0]] += 1
 
 
 def summary() -> str | None:
