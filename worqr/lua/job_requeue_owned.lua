@@ -87,6 +87,9 @@ for _, pid in ipairs(newest_owned(owned, chunk)) do
 end
 
 returned(stats, idle, wake_prefix, publish, mode, requeued)
+if J.followed then  -- keep_last follow-ups the failed jobs placed (lib/follow); delayed: the timer
+  wake_idle(idle, wake_prefix, publish, J.followed[1])
+end
 stat(J, 'poisoned', failed)
 if mode ~= 'release' then
   arm_timer(J, now, worker, wake_prefix, publish, policy.timer_grace)

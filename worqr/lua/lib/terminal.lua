@@ -4,6 +4,7 @@
 --!include counters
 --!include flow
 --!include group
+--!include follow
 
 local TTL = {f = 'result_ttl', x = 'failure_ttl', c = 'cancelled_ttl'}
 
@@ -31,8 +32,10 @@ local function mark_ended(J, record, state, now, policy)
 end
 
 -- end_job(J, id, record, state, now, policy, publish): the job is `state` now (f,
--- x or c): its purge time, its terminal index, counts, stats, its unique marker
--- released, and a waiter told ('done:<id>' on notify, only when one watches).
+-- x or c): its purge time, its terminal index, counts, stats, its unique or
+-- dedup marker released (a keep_last key's follow-up takes it, lib/follow; a
+-- throttle marker lives its ttl, lib/dedup), and a waiter told ('done:<id>' on
+-- notify, only when one watches).
 -- The caller has taken it out of its previous index, and saves the record.
 -- (A plain job, lib/jobs, has none of these: lib/finish ends a batch of them
 -- with mark_ended and one ZADD.)
@@ -42,6 +45,10 @@ local function end_job(J, id, record, state, now, policy, publish)
   local entry = entry_of(id, record.l)
   if record.u and redis.call('HGET', J.unique, record.u) == entry then
     redis.call('HDEL', J.unique, record.u)  -- unless another job holds it by now
+  end
+  if record.N then
+    follow_up(J, record.u, record.N, now)
+    record.N = nil
   end
   if record.w then
     redis.call(publish, J.notify, 'done:' .. id)
