@@ -31,7 +31,8 @@ local J = job_keys()
 local processes = KEYS[16]
 local stats = KEYS[17]
 flow_keys(J, 18)
-J.members, J.idle = KEYS[24], KEYS[25]
+local members = KEYS[24]
+local idle = KEYS[25]
 
 local id = ARGV[1]
 local nonce = ARGV[2]
@@ -40,7 +41,7 @@ local publish = publish_command(ARGV[4])
 local notify = ARGV[5]
 local policy = cjson.decode(ARGV[6])
 local wake_prefix = ARGV[7]
-J.stats, J.notify = stats, notify
+J.stats, J.notify, J.members, J.idle = stats, notify, members, idle
 
 local now = now_ms()
 local record = load_job(J.jobs, id, now)

@@ -40,6 +40,7 @@
 --!include counters
 --!include terminal
 --!include group
+--!include timer
 --!include announce
 --!include end_process
 local J = job_keys()

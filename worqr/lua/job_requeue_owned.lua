@@ -37,6 +37,7 @@
 --!include terminal
 --!include timer
 --!include end_process
+--!include wake
 --!include release
 local J = job_keys()
 local processes = KEYS[16]

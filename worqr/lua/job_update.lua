@@ -27,7 +27,6 @@
 --!include clock
 --!include job_keys
 --!include jobs
---!include counters
 --!include change
 --!include timer
 local J = job_keys()
