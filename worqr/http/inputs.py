@@ -107,8 +107,18 @@ async def body_of(request: Request, model: type[M], *, required: bool = True) ->
         return model.model_validate(value)
     except ValidationError as error:
         kinds = {item["type"] for item in error.errors()}
-        code = "unknown_field" if "extra_forbidden" in kinds else "invalid_option"
+        code = "unknown_field" if "extra_forbidden" in kinds else _field_code(model, error)
         raise bad_request(code, describe(error)) from None
+
+
+def _field_code(model: type[BaseModel], error: ValidationError) -> str:
+    """The error code of a body's problem: its field's own (a model's
+    ``ERROR_CODES``, e.g. ``invalid_dedup``), else ``invalid_option``."""
+    codes: dict[str, str] = getattr(model, "ERROR_CODES", {})
+    for item in error.errors():
+        if item["loc"] and item["loc"][0] in codes:
+            return codes[str(item["loc"][0])]
+    return "invalid_option"
 
 
 def _where(location: tuple[int | str, ...]) -> str:

@@ -17,15 +17,25 @@ of cross-field rules like "payload or payload_b64".
 from __future__ import annotations
 
 import base64
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from .._checks import MAX_COUNT, MAX_EPOCH_SECONDS, MAX_SECONDS
 from .._core.jobs_read import MAX_PAGE
 from .._core.jobs_submit import MAX_PRIORITY
 from .._core.limits import MAX_RATE_SECONDS, MIN_RATE_SECONDS
+from .._dedup import Dedup
 from .._jobs import MAX_BACKOFF_FACTOR, MAX_ID_CHARS, STATES, Backoff
 from .._keys import MAX_NAME_CHARS
 from .._schedules import MAX_SCHEDULE_NAME
@@ -152,19 +162,72 @@ class BackoffBody(NoNulls):
     jitter: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.5
 
 
+class DedupBody(NoNulls):
+    """A dedup key and its mode (`worqr.Dedup`): ``ttl`` seconds with
+    ``throttle`` (the default mode) and only there."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["ttl"],
+                    "properties": {"mode": {"const": "throttle"}},
+                },
+                {
+                    "required": ["mode"],
+                    "properties": {"mode": {"enum": ["debounce", "keep_last"]}},
+                    "not": {"required": ["ttl"]},
+                },
+            ],
+            "examples": [
+                {"key": "reindex-42", "mode": "debounce"},
+                {"key": "digest", "ttl": 60},
+            ],
+        }
+    )
+
+    key: JobId
+    ttl: PositiveSeconds | SkipJsonSchema[None] = Field(
+        None, description="seconds a throttle lasts from the submit that created its job"
+    )
+    mode: Literal["throttle", "debounce", "keep_last"] = "throttle"
+
+    @model_validator(mode="after")
+    def _ttl_with_throttle(self) -> DedupBody:
+        if self.mode == "throttle" and self.ttl is None:
+            raise ValueError("dedup mode 'throttle' needs a ttl (seconds)")
+        if self.mode != "throttle" and self.ttl is not None:
+            raise ValueError(f"dedup mode {self.mode!r} takes no ttl (throttle only)")
+        return self
+
+    def value(self) -> Dedup:
+        return Dedup(self.key, ttl=self.ttl, mode=self.mode)
+
+
 class SubmitBody(NoNulls):
     """A job: ``payload`` (text) or ``payload_b64`` (bytes), and its options."""
+
+    ERROR_CODES: ClassVar[dict[str, str]] = {"dedup": "invalid_dedup"}
+    """The error code of a problem with a field, when not ``invalid_option``."""
 
     model_config = ConfigDict(
         json_schema_extra={
             "allOf": [
                 exactly_one("payload", "payload_b64"),
                 {"not": {"required": ["delay", "at"]}},
+                {"not": {"required": ["dedup", "id"]}},
+                {
+                    "not": {
+                        "required": ["dedup", "unique"],
+                        "properties": {"unique": {"const": True}},
+                    }
+                },
             ],
             "examples": [
                 {"payload": "alice@example.com", "id": "welcome-alice"},
                 {"payload": "bob@example.com", "delay": 3600, "retries": 2, "result_ttl": 60},
                 {"payload_b64": "AAEC/w==", "priority": 5, "backoff": {"base": 1, "max": 60}},
+                {"payload": "index 42", "delay": 5, "dedup": {"key": "42", "mode": "debounce"}},
             ],
         }
     )
@@ -184,6 +247,18 @@ class SubmitBody(NoNulls):
     )
     timeout: PositiveSeconds | SkipJsonSchema[None] = None
     result_ttl: Seconds | SkipJsonSchema[None] = None
+    dedup: DedupBody | SkipJsonSchema[None] = Field(
+        None, description="a dedup key: not with id or unique (docs/jobs.md#deduplication)"
+    )
+
+    @field_validator("dedup")
+    @classmethod
+    def _dedup_alone(cls, dedup: DedupBody | None, info: ValidationInfo) -> DedupBody | None:
+        if dedup is not None and info.data.get("id") is not None:
+            raise ValueError("dedup takes no id: the key names the job (give one or the other)")
+        if dedup is not None and info.data.get("unique"):
+            raise ValueError("give dedup or unique, not both")
+        return dedup
 
     @model_validator(mode="after")
     def _one_payload_one_due(self) -> SubmitBody:
@@ -204,6 +279,8 @@ class SubmitBody(NoNulls):
             options["backoff"] = Backoff(**self.backoff.model_dump())
         elif self.backoff is not None:
             options["backoff"] = self.backoff
+        if self.dedup is not None:
+            options["dedup"] = self.dedup.value()
         return options
 
 

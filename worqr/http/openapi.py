@@ -27,7 +27,7 @@ REF = "#/components/schemas/{model}"
 
 ERROR_CODES = {
     400: "bad request: invalid_json, unknown_field, invalid_option, invalid_queue_name, "
-    "invalid_job_id, invalid_parameter",
+    "invalid_job_id, invalid_parameter, invalid_dedup",
     401: "unauthorized: the bearer token is missing or wrong",
     403: "untrusted_host, or cross_origin: a mutation from another site's page",
     404: "job_not_found, schedule_not_found; not_found: no such path (an empty name)",
