@@ -3,6 +3,7 @@ through its terminal paths; bursts against real workers; bad input writes nothin
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -339,3 +340,39 @@ def test_keep_last_never_runs_two_of_a_key_at_once(
     wait_until(settled, timeout=30, message="every run of the key ended")
     assert most == 1, "two runs of one keep_last key overlapped"
     assert len(runs) >= 2 and runs[-1] == last
+
+
+@pytest.mark.parametrize("end", ["finished", "failed", "cancelled"])
+def test_a_follow_up_starts_at_once_when_the_run_ends(
+    make: Make, redis_url: str, prefix: str, running: Running, end: str
+) -> None:
+    """poll_interval is 30 s: only the script that ends the run (the finishing
+    take, job_fail, job_cancel) can start the follow-up soon."""
+    gate = threading.Event()
+    worker = fast_worker(redis_url, prefix, poll_interval=30.0)
+
+    @worker.job("q", retries=0)
+    async def handle(value: str) -> str:
+        if value == "first":
+            await asyncio.to_thread(gate.wait, 20)
+            if end == "failed":
+                raise worqr.Fail("as asked")
+        return f"ran {value}"
+
+    running.start(worker)
+    producer = make()
+    try:
+        first = producer.submit("q", "first", dedup=keep_last())
+        wait_until(lambda: state(producer, first.id) == "active", timeout=10)
+        follow = producer.submit("q", "next", dedup=keep_last())
+        assert state(producer, follow.id) == "waiting"
+        started = time.monotonic()
+        if end == "cancelled":
+            assert producer.cancel_job("q", first.id)
+        else:
+            gate.set()
+        assert producer.result("q", follow.id, timeout=10) == "ran next"
+        assert time.monotonic() - started < 5  # not a 30 s poll
+        assert state(producer, first.id) == end
+    finally:
+        gate.set()
