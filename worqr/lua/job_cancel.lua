@@ -19,7 +19,7 @@
 -- Errors: none.
 -- Events: 'cancel:<pid>' on events for an active job; 'done:<id>' on notify when
 --   someone waits for it; 'work:1' or 'due:<ms>' for a keep_last follow-up the
---   cancel placed (lib/follow).
+--   cancel placed (lib/terminal).
 --!include publish
 --!include clock
 --!include job_keys

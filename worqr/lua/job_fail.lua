@@ -31,7 +31,7 @@
 -- Errors: none.
 -- Events: 'done:<id>' on notify when the job failed and someone waits for it;
 --   'due:<ms>' to the member told when due work comes next; 'work:1' to an idle
---   worker for a keep_last follow-up queued now (lib/follow).
+--   worker for a keep_last follow-up queued now (lib/terminal).
 --!include publish
 --!include clock
 --!include job_keys

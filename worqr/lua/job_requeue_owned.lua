@@ -88,7 +88,7 @@ for _, pid in ipairs(newest_owned(owned, chunk)) do
 end
 
 returned(stats, idle, wake_prefix, publish, mode, requeued)
-if J.followed then  -- keep_last follow-ups the failed jobs placed (lib/follow); delayed: the timer
+if J.followed then  -- keep_last follow-ups the failed jobs placed (lib/terminal)
   wake_idle(idle, wake_prefix, publish, J.followed[1])
 end
 stat(J, 'poisoned', failed)

@@ -14,7 +14,7 @@ local function announce(J, ready, delayed, now, wake_prefix, publish, grace)
 end
 
 -- announce_followed(J, now, wake_prefix, publish, grace): the keep_last follow-ups
---   this call's ended jobs placed (J.followed, lib/follow) are announced
+--   this call's ended jobs placed (J.followed, lib/terminal) are announced
 local function announce_followed(J, now, wake_prefix, publish, grace)
   local followed = J.followed
   if followed then

@@ -47,60 +47,24 @@ local function place_new(J, record, entry, due, now)
   end
 end
 
--- known_job(J, id, nonce) -> the reply when the id settles the submit (a resend
---   of the same call answers as the first call did; a live job with this id
---   makes this one a duplicate), else nil; and the id's record
-local function known_job(J, id, nonce)
+-- create_job(J, id, nonce, payload, options, now) -> {id, created, state}, new, entry
+--   (new: true when this call wrote the job, entry its id#life)
+--   A resend of the same call (same nonce) answers as the first call did; a live
+--   job with this id (or, with a unique marker, with this payload) makes this one
+--   a duplicate (created 0, the live job's id) and nothing is written; a
+--   terminal one starts a new life. The job is queued (due now) or delayed.
+--   options: d delay ms | A at ms, P priority, u unique marker, R retries,
+--   B backoff, T timeout ms, k result ttl ms, G group (lib/group); from
+--   lib/dedup, which rules on its marker itself: U a dedup key's mode (u its
+--   marker, which then names this job), w waiting (a keep_last follow-up: the
+--   marker names it once it is placed).
+local function create_job(J, id, nonce, payload, options, now)
   local record = load_job(J.jobs, id)
   if record and record.n == nonce then
-    return {id, 1, record.s}, record  -- a resend: what the first call did
+    return {id, 1, record.s}  -- a resend: what the first call did
   elseif is_live(record) then
-    return {id, 0, record.s}, record
-  end
-  return nil, record
-end
-
--- write_job(J, id, nonce, payload, options, now, old) -> {id, 1, state}, entry: a
---   new life of job `id` (old: its terminal record, or nil), queued, delayed or
---   (options.w, lib/dedup) waiting; its unique marker (options.u) names it, unless
---   it waits (a follow-up takes the marker when it is placed, lib/follow).
-local function write_job(J, id, nonce, payload, options, now, old)
-  local life, entry = new_life(J, id, old)
-  local record = {
-    l = life, n = nonce, c = now, a = 0, f = 0, r = 0, P = options.P or 0,
-    R = options.R, B = options.B, T = options.T, k = options.k, u = options.u, G = options.G,
-    U = options.U,
-  }
-  redis.call('HSET', J.data, id, payload)
-  if options.u and not options.w then
-    redis.call('HSET', J.unique, options.u, entry)
-  end
-  local due = options.A or (now + (options.d or 0))
-  if options.w then
-    record.s = 'w'  -- a keep_last follow-up: placed when its key's run ends (lib/follow)
-    record.v = due
-    redis.call('ZADD', J.waiting, now, id)
-  else
-    place_new(J, record, entry, due, now)
-    group_move(J, record, nil, record.s, now)  -- (a group counts no waiting job)
-  end
-  tally(J, record.s, 1)
-  save_job(J.jobs, id, record)
-  return {id, 1, record.s}, entry
-end
-
--- create_job(J, id, nonce, payload, options, now) -> {id, created, state}, new
---   (new: true when this call wrote the job)
---   As known_job, then: with a unique marker (options.u), a live job holding it
---   makes this one a duplicate (created 0, the live job's id) and nothing is
---   written; else the job is written (write_job). options: d delay ms | A at ms,
---   P priority, u unique marker, R retries, B backoff, T timeout ms, k result ttl
---   ms, G group (lib/group).
-local function create_job(J, id, nonce, payload, options, now)
-  local known, record = known_job(J, id, nonce)
-  if known then
-    return known
-  elseif options.u then
+    return {id, 0, record.s}
+  elseif options.u and not options.U then
     local holder = redis.call('HGET', J.unique, options.u)
     if holder then
       local other, life = split_entry(holder)
@@ -110,5 +74,26 @@ local function create_job(J, id, nonce, payload, options, now)
       end
     end
   end
-  return write_job(J, id, nonce, payload, options, now, record), true
+  local life, entry = new_life(J, id, record)
+  record = {
+    l = life, n = nonce, c = now, a = 0, f = 0, r = 0, P = options.P or 0,
+    R = options.R, B = options.B, T = options.T, k = options.k, u = options.u, G = options.G,
+    U = options.U,
+  }
+  redis.call('HSET', J.data, id, payload)
+  local due = options.A or (now + (options.d or 0))
+  if options.w then
+    record.s = 'w'
+    record.v = due  -- from when it is placed (lib/terminal)
+    redis.call('ZADD', J.waiting, now, id)
+  else
+    if options.u then
+      redis.call('HSET', J.unique, options.u, entry)
+    end
+    place_new(J, record, entry, due, now)
+    group_move(J, record, nil, record.s, now)  -- (a group counts no waiting job)
+  end
+  tally(J, record.s, 1)
+  save_job(J.jobs, id, record)
+  return {id, 1, record.s}, true, entry
 end

@@ -15,7 +15,7 @@
 --              (lib/terminal).
 --   keep_last  as debounce (U 'l'), and while its job is active or retrying, the
 --              first submit writes a follow-up job, waiting (the running job's
---              record N names it) until that job ends (lib/follow); later submits
+--              record N names it) until that job ends (lib/terminal); later submits
 --              replace the follow-up's payload and options. Never two runs at once.
 -- The dedup keys, a block (lib/job_keys) bound by dedup_keys(J, i):
 --   +0  job_waiting   zset  waiting jobs (flow parents, follow-ups) -> created ms
@@ -47,8 +47,8 @@ local function live_entry(J, entry)
   return nil
 end
 
--- throttle(J, id, nonce, payload, options, now, marker, old) -> reply, new, placed
-local function throttle(J, id, nonce, payload, options, now, marker, old)
+-- throttle(J, id, nonce, payload, options, now, marker) -> reply, new, placed
+local function throttle(J, id, nonce, payload, options, now, marker)
   local held = redis.call('HGET', J.unique, marker)
   local entry, till = string.match(held or '', '^(.*)|(%d+)$')
   if entry and tonumber(till) > now then
@@ -65,7 +65,7 @@ local function throttle(J, id, nonce, payload, options, now, marker, old)
     redis.call('ZREM', J.throttle, unpack(expired))
     redis.call('HDEL', J.unique, unpack(fields))
   end
-  local reply, created = write_job(J, id, nonce, payload, options, now, old)
+  local reply, _, created = create_job(J, id, nonce, payload, options, now)
   till = now + options.L
   redis.call('HSET', J.unique, marker, created .. '|' .. till)
   redis.call('ZADD', J.throttle, till, options.D)
@@ -81,7 +81,7 @@ local function replace(J, id, record, payload, options, now)
   local placed = nil
   if record.s == 'w' then
     record.P = options.P or 0
-    record.v = due  -- from when it is placed (lib/follow)
+    record.v = due  -- from when it is placed (lib/terminal)
   else
     local woken = change_job(J, id, record, options.P or 0, due, now)
     redis.call('HSET', J.unique, record.u, entry_of(id, record.l))
@@ -95,13 +95,13 @@ local WAITING = {d = true, q = true}
 
 -- dedup_once(J, id, nonce, payload, options, now): submit_deduped's answer
 local function dedup_once(J, id, nonce, payload, options, now)
-  local known, old = known_job(J, id, nonce)
-  if known then
-    return known, false, nil
+  local record = load_job(J.jobs, id)
+  if record and (record.n == nonce or is_live(record)) then
+    return create_job(J, id, nonce, payload, options, now), false, nil  -- it answers the id
   end
   local marker = MODES[options.M] .. ':' .. options.D
   if options.M == 't' then
-    return throttle(J, id, nonce, payload, options, now, marker, old)
+    return throttle(J, id, nonce, payload, options, now, marker)
   end
   options.u, options.U = marker, options.M
   local held, held_id = live_entry(J, redis.call('HGET', J.unique, marker))
@@ -111,7 +111,7 @@ local function dedup_once(J, id, nonce, payload, options, now)
       return replace(J, next_id, next, payload, options, now)
     elseif not WAITING[held.s] then  -- it runs (or waits out a backoff): one follow-up
       options.w = true
-      local reply, entry = write_job(J, id, nonce, payload, options, now, old)
+      local reply, _, entry = create_job(J, id, nonce, payload, options, now)
       held.N = entry
       save_job(J.jobs, held_id, held)
       return reply, true, nil
@@ -120,7 +120,7 @@ local function dedup_once(J, id, nonce, payload, options, now)
   if held and WAITING[held.s] then
     return replace(J, held_id, held, payload, options, now)
   end
-  local reply = write_job(J, id, nonce, payload, options, now, old)
+  local reply = create_job(J, id, nonce, payload, options, now)
   return reply, true, reply[3]
 end
 
