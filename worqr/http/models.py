@@ -169,20 +169,14 @@ class DedupBody(NoNulls):
     model_config = ConfigDict(
         json_schema_extra={
             "oneOf": [
-                {
-                    "required": ["ttl"],
-                    "properties": {"mode": {"const": "throttle"}},
-                },
+                {"required": ["ttl"], "properties": {"mode": {"const": "throttle"}}},
                 {
                     "required": ["mode"],
                     "properties": {"mode": {"enum": ["debounce", "keep_last"]}},
                     "not": {"required": ["ttl"]},
                 },
             ],
-            "examples": [
-                {"key": "reindex-42", "mode": "debounce"},
-                {"key": "digest", "ttl": 60},
-            ],
+            "examples": [{"key": "reindex-42", "mode": "debounce"}, {"key": "digest", "ttl": 60}],
         }
     )
 
