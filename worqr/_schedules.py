@@ -51,6 +51,32 @@ class ScheduleInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ScheduleArgs:
+    """A schedule as `Worqr.schedule` takes it after its queue and name, not
+    checked yet: what `Worker.cron` keeps until the worker starts, and what the
+    core's plan checks (`schedule_spec`). ``options``: its jobs' options, by
+    the names `submit` takes."""
+
+    cron: str | None
+    every: float | None
+    tz: str
+    payload: str | bytes
+    overlap: bool
+    options: dict[str, Any]
+
+    def keywords(self) -> dict[str, Any]:
+        """The keyword arguments of `Worqr.schedule` that declare this schedule."""
+        return {
+            "cron": self.cron,
+            "every": self.every,
+            "tz": self.tz,
+            "payload": self.payload,
+            "overlap": self.overlap,
+            **self.options,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ScheduleSpec:
     """A checked schedule, ready for `job_sched_set`."""
 
@@ -146,27 +172,20 @@ def check_every(every: object) -> int:
 
 
 def schedule_spec(
-    name: object,
-    *,
-    cron: object,
-    every: object,
-    tz: object,
-    payload: bytes,
-    overlap: object,
-    options: dict[str, Any],
+    name: object, args: ScheduleArgs, *, payload: bytes, options: dict[str, Any]
 ) -> ScheduleSpec:
-    """Check a schedule's arguments (``options`` already as `job_options` made
-    them); raises `ValueError`/`TypeError` naming the problem."""
+    """Check a schedule's arguments (``payload`` encoded, ``options`` as
+    `job_options` made them); raises `ValueError`/`TypeError` naming the problem."""
     validate_schedule_name(name)
     assert isinstance(name, str)
-    if (cron is None) == (every is None):
+    if (args.cron is None) == (args.every is None):
         raise ValueError("give cron or every, exactly one of them")
-    zone = check_tz(tz)
-    assert isinstance(tz, str)
-    overlaps = flag("overlap", overlap)
-    if cron is not None:
-        return ScheduleSpec(name, check_cron(cron, zone), None, tz, overlaps, options, payload)
-    return ScheduleSpec(name, None, check_every(every), tz, overlaps, options, payload)
+    zone = check_tz(args.tz)
+    overlaps = flag("overlap", args.overlap)
+    if args.cron is not None:
+        cron = check_cron(args.cron, zone)
+        return ScheduleSpec(name, cron, None, args.tz, overlaps, options, payload)
+    return ScheduleSpec(name, None, check_every(args.every), args.tz, overlaps, options, payload)
 
 
 def check_schedule_options(options: dict[str, Any]) -> None:

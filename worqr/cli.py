@@ -50,6 +50,7 @@ COMMANDS: Final[Mapping[str, str]] = {
     "limit": "worqr._cli.limits:limit",
     "pause": "worqr._cli.pausing:pause",
     "resume": "worqr._cli.pausing:resume",
+    "groups": "worqr._cli.groups:groups",
     "flow": "worqr._cli.flows:flow",
     "status": "worqr._cli.status:status",
     "top": "worqr._cli.top:top",

@@ -136,7 +136,9 @@ def test_a_schedule_is_paused_and_resumed(api: ApiRunner) -> None:
         ("/v1/queues/jobs/pause", {"schedule": None}),
         ("/v1/queues/jobs/pause", {"schedule": 5}),
         ("/v1/queues/jobs/resume", {"schedule": "a\u0001b"}),
-        ("/v1/queues/jobs/pause", {"group": "g"}),
+        ("/v1/queues/jobs/pause", {"group": "g", "schedule": "s"}),
+        ("/v1/queues/jobs/pause", {"group": ""}),
+        ("/v1/queues/jobs/resume", {"group": "a\u0001b"}),
         ("/v1/queues/jobs/pause", [1]),
     ],
 )

@@ -6,6 +6,7 @@ round robin) and leave no group key behind (against a real redis-server)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -275,3 +276,40 @@ def test_cancel_queued_walks_the_groups_page_by_page(
     assert producer.cancel_jobs("q", state="delayed") == n
     assert_no_group_key(redis_client, prefix, producer)
     assert drain(worker) == []
+
+
+def test_a_bulk_cancel_takes_the_emptied_groups_out_of_the_ring_together(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    """Groups a cancel chunk empties leave the ring in one pass (lib/sweep's
+    leave_ring_all), not one LREM each (O(ring) each: O(groups * ring) in all).
+    Between the chunks the ring holds each group at most once, exactly the groups
+    whose record says 'r', in the order it had (the rotation goes on)."""
+    producer, worker = make(), make(start=True)
+    n = BULK_CHUNK + 500  # more groups than a chunk: several calls empty groups
+    for i in range(n):
+        producer.submit("q", f"g{i}:0", group=f"g{i}")
+    producer.submit_many("q", ["u:0", "u:1"])  # ungrouped: the member ''
+    before = ring(redis_client, prefix)
+    assert len(before) == n + 1 and len(set(before)) == n + 1
+    grp = f"{queue_keys(prefix, 'q').tag}:grp"
+    checked: list[int] = []
+
+    def consistent() -> None:
+        now = ring(redis_client, prefix)
+        assert len(now) == len(set(now))  # each group at most once
+        records = {g: json.loads(raw) for g, raw in redis_client.hgetall(grp).items()}
+        assert set(now) == {g for g, rec in records.items() if rec.get("w") == "r"}
+        kept = set(now)
+        assert now == [g for g in before if g in kept]  # the rotation's order kept
+        checked.append(len(now))
+
+    redis_client.config_resetstat()
+    plan = producer._core.bulk.cancel_jobs("q", state="queued")
+    assert producer._drive(observed(plan, "job_cancel_many", consistent)) == n + 2
+    lrem = redis_client.info("commandstats").get("cmdstat_lrem", {}).get("calls", 0)
+    assert lrem <= len(checked)  # at most one per call, never one per group
+    assert checked[-1] == 0 and any(0 < left < n for left in checked)  # seen mid-way
+    assert ring(redis_client, prefix) == []
+    assert drain(worker) == []
+    assert_no_group_key(redis_client, prefix, producer)

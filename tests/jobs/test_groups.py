@@ -4,8 +4,10 @@ limits, with exact counts and no key left behind (against a real redis-server)."
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import redis
@@ -137,6 +139,77 @@ def test_a_paused_group_while_others_run(make: Make) -> None:
     producer.resume("q", group="a")
     assert not producer.is_paused("q", group="a")
     assert payloads(take(worker, 8)) == ["a1", "a2"]
+
+
+def ring_and_records(raw: redis.Redis, prefix: str) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """The ring's entries, front first, and each group's record."""
+    tag = queue_keys(prefix, "q").tag
+    entries = [g.decode() for g in raw.lrange(f"{tag}:grp:ring", 0, -1)[::-1]]
+    records = {g.decode(): json.loads(rec) for g, rec in raw.hgetall(f"{tag}:grp").items()}
+    return entries, records
+
+
+def lrem_calls(raw: redis.Redis) -> int:
+    return int(raw.info("commandstats").get("cmdstat_lrem", {}).get("calls", 0))
+
+
+def test_pause_and_rate_limited_leave_the_ring_in_o1_never_twice(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    """A pause and a RateLimited take a group out of the ring without an LREM
+    (O(ring)): its entry stays behind (k) until the pick comes to it and drops it,
+    or until the group comes back and takes it up again. Through it all each
+    group is in the ring at most once, and a group the pick may serve ('r') is in
+    it exactly once."""
+    producer, worker = make(), make(start=True)
+
+    def check() -> tuple[list[str], dict[str, dict[str, Any]]]:
+        entries, records = ring_and_records(redis_client, prefix)
+        assert len(entries) == len(set(entries)), entries  # at most once
+        for g, rec in records.items():
+            assert (g in entries) == (rec.get("w") == "r" or bool(rec.get("k"))), (g, rec)
+        return entries, records
+
+    for g in "abc":
+        producer.submit_many("q", [f"{g}1", f"{g}2", f"{g}3"], group=g)
+    redis_client.config_resetstat()
+    producer.pause("q", group="a")
+    entries, records = check()
+    assert "a" in entries and records["a"].get("k") == 1 and "w" not in records["a"]
+    producer.resume("q", group="a")  # back before the pick came: its old entry
+    entries, records = check()
+    assert entries.count("a") == 1 and records["a"]["w"] == "r" and "k" not in records["a"]
+    producer.pause("q", group="a")
+    producer.submit("q", "a4", group="a")  # paused: it does not join
+    held = take(worker, 8)
+    assert sorted(payloads(held)) == ["b1", "b2", "b3", "c1", "c2", "c3"]
+    finish(worker, held)
+    entries, records = check()
+    assert "a" not in entries and "k" not in records["a"]  # the pick dropped it
+    producer.resume("q", group="a")
+    entries, _ = check()
+    assert entries == ["a"]
+    assert lrem_calls(redis_client) == 0
+
+    [a1] = take(worker, 1)
+    worker.internals.fail_job(a1, mode="limited", delay=60.0, retries=0, error="RateLimited")
+    entries, records = check()
+    assert entries == ["a"] and records["a"]["w"] == "t" and records["a"]["k"] == 1
+    assert take(worker, 8) == []  # a is shut: the pick drops its entry
+    entries, records = check()
+    assert entries == [] and "k" not in records["a"]
+    assert lrem_calls(redis_client) == 0
+
+    # Shut, then emptied before the pick came: the record goes, its entry with it.
+    producer.submit_many("q", ["b4", "b5"], group="b")
+    [b4] = take(worker, 1)
+    worker.internals.fail_job(b4, mode="limited", delay=60.0, retries=0, error="RateLimited")
+    entries, records = check()
+    assert entries == ["b"] and records["b"]["k"] == 1
+    assert producer.cancel_jobs("q") == 6  # a1..a4, b4 and b5
+    entries, records = check()
+    assert entries == [] and records == {}
+    assert lrem_calls(redis_client) == 1  # the one record that went with its entry
 
 
 def test_counts_exact_and_no_key_left_after_a_drain(

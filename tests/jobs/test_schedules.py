@@ -105,25 +105,25 @@ def test_an_equal_spec_is_a_no_op_and_a_changed_one_replaces_it(
     assert producers[0].get_schedules("q")[0].every == 30.0
 
 
-@pytest.mark.parametrize(
-    ("arguments", "error", "words"),
-    [
-        ({"cron": "* * * * *", "every": 5}, ValueError, "exactly one"),
-        ({}, ValueError, "exactly one"),
-        ({"cron": "61 * * * *"}, ValueError, "bad cron expression"),
-        ({"cron": "0 3 * * *", "tz": "Mars/Olympus"}, ValueError, "unknown time zone"),
-        ({"every": 0}, ValueError, "every must be"),
-        ({"every": -1}, ValueError, "every must be"),
-        ({"every": "5"}, TypeError, "every must be"),
-        ({"every": 5, "name": ""}, ValueError, "schedule name"),
-        ({"every": 5, "name": "a\nb"}, ValueError, "control character"),
-        ({"every": 5, "retries": -1}, ValueError, "retries"),
-        ({"every": 5, "delay": 3}, TypeError, "delay"),
-        ({"every": 5, "unique": True}, TypeError, "unique"),
-        ({"every": 5, "overlap": "no"}, TypeError, "overlap"),
-        ({"every": 5, "payload": 3}, TypeError, "must be str or bytes"),
-    ],
-)
+BAD_SCHEDULES = [  # (arguments, the error, words it says)
+    ({"cron": "* * * * *", "every": 5}, ValueError, "exactly one"),
+    ({}, ValueError, "exactly one"),
+    ({"cron": "61 * * * *"}, ValueError, "bad cron expression"),
+    ({"cron": "0 3 * * *", "tz": "Mars/Olympus"}, ValueError, "unknown time zone"),
+    ({"every": 0}, ValueError, "every must be"),
+    ({"every": -1}, ValueError, "every must be"),
+    ({"every": "5"}, TypeError, "every must be"),
+    ({"every": 5, "name": ""}, ValueError, "schedule name"),
+    ({"every": 5, "name": "a\nb"}, ValueError, "control character"),
+    ({"every": 5, "retries": -1}, ValueError, "retries"),
+    ({"every": 5, "delay": 3}, TypeError, "delay"),
+    ({"every": 5, "unique": True}, TypeError, "unique"),
+    ({"every": 5, "overlap": "no"}, TypeError, "overlap"),
+    ({"every": 5, "payload": 3}, TypeError, "must be str or bytes"),
+]
+
+
+@pytest.mark.parametrize(("arguments", "error", "words"), BAD_SCHEDULES)
 def test_bad_input_raises_and_writes_nothing(
     wq: worqr.Worqr,
     prefix: str,
@@ -132,10 +132,26 @@ def test_bad_input_raises_and_writes_nothing(
     error: type[Exception],
     words: str,
 ) -> None:
-    name = arguments.pop("name", "s")
+    options = dict(arguments)  # the cases are shared with the Worker.cron test
+    name = options.pop("name", "s")
     with pytest.raises(error, match=words):
-        wq.schedule("q", name, **arguments)
+        wq.schedule("q", name, **options)
     assert keys_of(redis_client, prefix) == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "words"),
+    [case for case in BAD_SCHEDULES if "payload" not in case[0]],  # encoded when it runs
+)
+def test_worker_cron_checks_its_arguments_when_declared(
+    redis_url: str, prefix: str, arguments: dict[str, Any], error: type[Exception], words: str
+) -> None:
+    worker = fast_worker(redis_url, prefix)
+    options = dict(arguments)
+    name = options.pop("name", "s")
+    with pytest.raises(error, match=words):
+        worker.cron("q", name, **options)
+    worker.cron("q", "s", every=5)  # nothing was kept: the name is still free
 
 
 def test_unschedule_stops_the_fires_and_deleting_the_queue_removes_schedules(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -16,13 +16,6 @@ from worqr._jobs import STATES, JobProcess
 from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis, free_port
 from worqr.metrics.collector import JOB_EVENTS, STAT_EVENTS, TASK_EVENTS, MeshCollector
-
-
-@pytest.fixture
-def collector(redis_url: str, prefix: str) -> Iterator[MeshCollector]:
-    made = MeshCollector.from_url(redis_url, prefix)
-    yield made
-    made.close()
 
 
 def test_collector_reports_queues_workers_and_lifetime_events(

@@ -5,9 +5,10 @@ themselves, each caused on purpose: a SIGKILLed worker holding work of queues
 with ``max_recoveries=0`` (dead-lettered, poisoned), a worker paused until its
 peers fail it (lease lost, fenced, recovered), a worker that dies between a flow
 hop's write and its relay (a late hop, overdue delayed jobs), a rate-limited
-burst, running work cancelled, dead letters redriven, a Redis restart (errors,
-reconnects, the exporter down), a worker stopped with a task in hand
-(released), a schedule that skips fires and one no member fires (stalled).
+burst, a fair-share group at its cap, running work cancelled, dead letters
+redriven, a Redis restart (errors, reconnects, the exporter down), a worker
+stopped with a task in hand (released), a schedule that skips fires and one no
+member fires (stalled).
 
 "Every query returns a series" proves little: the exporter fills every job
 event with 0 as soon as a job queue exists, and the workers create their series
@@ -578,6 +579,16 @@ def run_the_events(
     rises(("Backlog", "A"), burst)
     rises(("Backlog by queue", "A"), burst, limited)
     rises((states, "A"), f"{burst} (and traffic)", {"state": "queued"})
+
+    # A tenant's group at its cap: one job holds its only slot, the next waits.
+    groups = "Fair-share groups: waiting and limited"
+    quiet((groups, "A"), limited)
+    quiet((groups, "B"), limited)
+    client.configure_group(LIMITED, "tenant", max_active=1)
+    client.submit_many(LIMITED, ["hold:8000", "next:0"], group="tenant")
+    capped = "a group of two jobs with max_active=1 on the limited queue"
+    rises((groups, "A"), capped, limited)
+    rises((groups, "B"), f"{capped}: the first runs, the second waits for it", limited)
 
     # An operator pauses a queue (epsilon: no member, so nothing else changes).
     orphan = {"queue": ORPHAN}

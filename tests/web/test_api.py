@@ -375,3 +375,61 @@ def run_api(redis_url: str, prefix: str, scenario: Scenario, *, show_payloads: b
                 return await scenario(http)
 
     return asyncio.run(main())
+
+
+def test_a_job_queues_groups_page_by_page_and_pause_by_group(
+    redis_url: str, prefix: str, wq: worqr.Worqr
+) -> None:
+    for i in range(7):
+        wq.submit("tenants", "x", group=f"t{i}")
+    wq.configure_group("tenants", "t0", rate=(5, 1.0), max_active=2)
+    wq.enqueue("plain", "t")
+
+    async def scenario(http: httpx.AsyncClient) -> dict[str, Any]:
+        seen: list[dict[str, Any]] = []
+        cursor = ""
+        while True:
+            page = (await read(http, "groups", queue="tenants", limit="3", cursor=cursor)).json()
+            seen += page["page"]["groups"]
+            cursor = page["page"]["cursor"]
+            assert isinstance(page["now"], float)
+            if cursor is None:
+                break
+        paused = await http.post(
+            "/ui/api/pause", json={"queue": "tenants", "group": "t1"}, headers=AUTH
+        )
+        after = (await read(http, "groups", queue="tenants", limit="50")).json()["page"]
+        resumed = await http.post(
+            "/ui/api/resume", json={"queue": "tenants", "group": "t1"}, headers=AUTH
+        )
+        bad = [
+            await http.post("/ui/api/pause", json={"queue": "tenants", "group": ""}, headers=AUTH),
+            await http.post("/ui/api/pause", json={"queue": "tenants", "group": 5}, headers=AUTH),
+            await read(http, "groups", queue="tenants", limit="0"),
+            await read(http, "groups", queue="tenants", cursor="x"),
+            await read(http, "groups", queue="plain"),
+        ]
+        return {
+            "seen": seen,
+            "paused": paused.json(),
+            "after": after,
+            "resumed": resumed.json(),
+            "bad": [(answer.status_code, answer.json()["error"]["code"]) for answer in bad],
+        }
+
+    result = run_view(redis_url, prefix, scenario)
+    by_name = {group["name"]: group for group in result["seen"]}
+    assert sorted(by_name) == [f"t{i}" for i in range(7)]
+    assert by_name["t0"]["rate"] == {"starts": 5, "seconds": 1.0}
+    assert by_name["t0"]["max_active"] == 2 and by_name["t1"]["max_active"] is None
+    assert result["paused"] == {"paused": True, "group": "t1"}
+    assert [g["paused"] for g in result["after"]["groups"] if g["name"] == "t1"] == [True]
+    assert result["resumed"] == {"paused": False, "group": "t1"}
+    assert result["bad"] == [
+        (400, "bad_request"),
+        (400, "bad_request"),
+        (400, "bad_request"),
+        (400, "bad_request"),
+        (409, "wrong_queue_kind"),
+    ]
+    assert not wq.is_paused("tenants", group="t1") and not wq.is_paused("tenants")

@@ -37,7 +37,7 @@ from tests.web.conftest import (
     TOKEN,
     Mesh,
 )
-from worqr.web.pages import QUEUE_COLUMNS
+from worqr.web.pages import GROUP_COLUMNS, GROUPS_PAGE, QUEUE_COLUMNS
 from worqr.web.serve import WebServer
 
 pytestmark = [pytest.mark.needs("chromium", "chromedriver"), pytest.mark.slow]
@@ -371,3 +371,71 @@ def test_bulk_buttons_by_state(browser: WebDriver, served: WebServer, wq: worqr.
     assert wq.cancel_jobs("bulky") == 5
     press("cancelled", "bulk-purge", "purged 5", confirm=True)
     assert sum(wq.count_jobs("bulky").values()) == 0
+
+
+def group_rows(driver: WebDriver) -> dict[str, dict[str, str]]:
+    """The groups table shown, by group name (without the button's column)."""
+    rows = [cells for cells in table(driver, "groups") if len(cells) == len(GROUP_COLUMNS)]
+    return {cells[0]: dict(zip(GROUP_COLUMNS[1:-1], cells[1:-1], strict=True)) for cells in rows}
+
+
+def test_a_queues_groups_show_their_limits_page_by_page_and_pause_by_button(
+    browser: WebDriver, served: WebServer, wq: worqr.Worqr
+) -> None:
+    names = [f"tenant-{i:02}" for i in range(GROUPS_PAGE + 5)]
+    for name in names:
+        wq.submit("tenants", "x", group=name)
+    wq.submit("tenants", "y", group="tenant-00")
+    wq.configure_group("tenants", "tenant-00", rate=(5, 1.0), max_active=1)
+    wq.start_worker()
+    assert len(wq.internals.take_jobs("tenants", [], 1)[1]) == 1  # the first group takes one
+    browser.get(served.url.rstrip("/") + "/ui/queue?name=tenants")
+    give_token(browser, TOKEN)
+    section = browser.find_element(By.ID, "groups-section")
+    wait_for(browser, "the groups", lambda: section.is_displayed() and group_rows(browser))
+    first = group_rows(browser)
+    next_page = browser.find_element(By.ID, "groups-next")
+    assert next_page.is_displayed()  # more groups than a page holds
+    browser.find_element(By.ID, "groups-next").click()
+    wait_for(browser, "the next page", lambda: set(group_rows(browser)) - set(first))
+    wait_for(browser, "the last page", lambda: not next_page.is_displayed())
+    second = group_rows(browser)
+    assert set(first) | set(second) == set(names) and not set(first) & set(second)
+    browser.find_element(By.ID, "groups-first").click()
+    wait_for(browser, "the first page again", lambda: set(group_rows(browser)) == set(first))
+
+    held = "tenant-00"  # the front of the rotation: the job taken is its, at its cap now
+    assert wq.get_limits("tenants", group=held).active == 1
+    if held not in first:  # the pages follow HSCAN's order
+        browser.find_element(By.ID, "groups-next").click()
+    wait_for(browser, "the limited group", lambda: held in group_rows(browser))
+    row = group_rows(browser)[held]
+    assert row == {
+        "queued": "1",
+        "delayed": "0",
+        "active": "1",
+        "rate": "5 in 1 s",
+        "max active": "1",
+        "now": "at its cap",
+    }
+    none = "\u2013"  # the view's dash for no value
+    assert all(r["rate"] == none and r["now"] == "free" for n, r in first.items() if n != held)
+
+    target = next(name for name in group_rows(browser) if name != held)
+
+    def button() -> object:
+        for cells in browser.find_elements(By.CSS_SELECTOR, "#groups tbody tr"):
+            if cells.find_elements(By.TAG_NAME, "td")[0].text == target:
+                return cells.find_element(By.CSS_SELECTOR, "button.group-pause")
+        return None
+
+    wait_for(browser, "the group's pause button", lambda: getattr(button(), "text", "") == "pause")
+    button().click()  # type: ignore[attr-defined]
+    wait_for(browser, "the pause", lambda: group_rows(browser)[target]["now"] == "paused")
+    assert wq.is_paused("tenants", group=target) and not wq.is_paused("tenants")
+    result = browser.find_element(By.ID, "group-result")
+    assert result.text == f"group {target} paused"
+    wait_for(browser, "the resume button", lambda: getattr(button(), "text", "") == "resume")
+    button().click()  # type: ignore[attr-defined]
+    wait_for(browser, "the resume", lambda: group_rows(browser)[target]["now"] == "free")
+    assert not wq.is_paused("tenants", group=target)

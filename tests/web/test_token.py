@@ -38,6 +38,7 @@ READS: list[tuple[str, dict[str, str]]] = [
     ("/ui/api/jobs", {"queue": JOBS, "state": "queued"}),
     ("/ui/api/job", {"queue": JOBS, "id": JOB_ID}),
     ("/ui/api/failed", {"queue": JOBS}),
+    ("/ui/api/groups", {"queue": JOBS}),
 ]
 MUTATIONS: list[tuple[str, dict[str, str]]] = [
     ("/ui/api/retry", {"queue": JOBS, "id": JOB_ID}),  # queued: a no-op when allowed

@@ -21,6 +21,7 @@ from .base import (
     positive_float,
     positive_int,
 )
+from .group_parser import group_name
 
 if TYPE_CHECKING:
     from .parser import Subcommands
@@ -136,6 +137,13 @@ def add_job_commands(commands: Subcommands) -> None:
     )
     parser.add_argument(
         "--priority", type=priority, default=0, metavar="N", help="higher runs first (default: 0)"
+    )
+    parser.add_argument(
+        "--group",
+        type=group_name,
+        metavar="G",
+        help="its fair-share group: the queue takes one job of each group in turn, "
+        "each under its own limits (see worqr limit --group)",
     )
     parser.add_argument(
         "--unique",

@@ -62,6 +62,7 @@ def submit(args: argparse.Namespace) -> int:
                 at=args.at,
                 priority=args.priority,
                 unique=args.unique,
+                group=args.group,
                 retries=args.retries,
                 timeout=args.timeout,
                 dedup=dedup,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from .._core.limits import rate_fields
 from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, positive_int
+from .group_parser import group_name
 
 if TYPE_CHECKING:
     from .parser import Subcommands
@@ -43,6 +44,33 @@ def add_limit_command(commands: Subcommands) -> None:
     cap = parser.add_mutually_exclusive_group()
     cap.add_argument("--max-active", type=positive_int, metavar="N", help="cap on active jobs")
     cap.add_argument("--no-max-active", action="store_true", help="remove the cap")
+    parser.add_argument(
+        "--group",
+        type=group_name,
+        metavar="G",
+        help="show or change one fair-share group's own limits instead (over the "
+        "queue's --group-rate and --group-max-active)",
+    )
+    group_rate = parser.add_mutually_exclusive_group()
+    group_rate.add_argument(
+        "--group-rate",
+        type=rate_spec,
+        metavar="N/SECONDS",
+        help="the rate of every group of the queue (a group's own comes first)",
+    )
+    group_rate.add_argument(
+        "--no-group-rate", action="store_true", help="remove the groups' rate limit"
+    )
+    group_cap = parser.add_mutually_exclusive_group()
+    group_cap.add_argument(
+        "--group-max-active",
+        type=positive_int,
+        metavar="N",
+        help="the cap on active jobs of every group of the queue",
+    )
+    group_cap.add_argument(
+        "--no-group-max-active", action="store_true", help="remove the groups' cap"
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     add_connection_options(parser)
     parser.epilog = (

@@ -26,6 +26,7 @@ from .base import (
     positive_int,
     queue_name,
 )
+from .group_parser import add_groups_command
 from .health import add_health_options
 from .http_parser import add_http_command
 from .job_parser import add_job_commands
@@ -307,6 +308,7 @@ def build(version: str) -> Parser:
     add_schedule_commands(commands)
     add_limit_command(commands)
     add_pause_commands(commands)
+    add_groups_command(commands)
     _add_views(commands)
     _add_tools(commands)
     add_http_command(commands)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from .._schedules import validate_schedule_name
 from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, queue_name
+from .group_parser import group_name
 
 if TYPE_CHECKING:
     from .parser import Subcommands
@@ -28,18 +29,27 @@ def add_pause_commands(commands: Subcommands) -> None:
             "Pause a job queue on every worker and host until `worqr resume`: no job "
             "starts once this returns (active ones finish; delayed ones come due and "
             "wait), and restarting the workers keeps it paused. With --schedule, pause "
-            "one of its schedules: it fires nothing until resumed.",
+            "one of its schedules: it fires nothing until resumed; with --group, one "
+            "fair-share group (it may have no jobs yet).",
         ),
         (
             "resume",
             "Resume a paused job queue (idle workers are woken for its ready jobs), or "
-            "with --schedule one of its schedules (the fires it missed give one job).",
+            "with --schedule one of its schedules (the fires it missed give one job), or "
+            "with --group one of its groups.",
         ),
     ):
         parser = commands.add(name, text)
         parser.add_argument("queue", type=queue_name, metavar="QUEUE")
-        parser.add_argument(
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument(
             "--schedule", type=schedule_name, metavar="NAME", help="a schedule of the queue"
+        )
+        which.add_argument(
+            "--group",
+            type=group_name,
+            metavar="G",
+            help="one fair-share group of the queue (the others run on)",
         )
         add_connection_options(parser)
         parser.epilog = (

@@ -1,5 +1,6 @@
 """`worqr pause` and `worqr resume`: a job queue's durable pause (`Worqr.pause`,
-`Worqr.resume`), or a schedule's (`Worqr.pause_schedule`, `Worqr.resume_schedule`)."""
+`Worqr.resume`), one of its groups' (``group=``), or a schedule's
+(`Worqr.pause_schedule`, `Worqr.resume_schedule`)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,9 @@ def _apply(args: argparse.Namespace, *, pausing: bool) -> int:
             what = f"schedule {args.schedule!r} of {args.queue}"
         else:
             try:
-                (client.pause if pausing else client.resume)(args.queue)
+                (client.pause if pausing else client.resume)(args.queue, group=args.group)
             except WrongQueueKindError as error:
                 raise CliError(str(error), EXIT_FAILURE) from None
-            what = args.queue
+            what = args.queue if args.group is None else f"group {args.group!r} of {args.queue}"
     print(f"{what}: {'paused' if pausing else 'resumed'}")
     return EXIT_OK

@@ -15,7 +15,7 @@ from .._core.limits import UNSET, Keep
 from .._dedup import Dedup
 from .._flows import FlowInfo, FlowJob, FlowRef, Step
 from .._jobs import Backoff, JobInfo, JobProcess, JobRef
-from .._schedules import ScheduleInfo
+from .._schedules import ScheduleArgs, ScheduleInfo
 from .shell import Shell
 
 T = TypeVar("T")
@@ -244,14 +244,7 @@ class AsyncJobApi(Shell):
         `ValueError` or `TypeError` before anything is written."""
         return await self._drive(
             self._core.schedules.schedule(
-                queue,
-                name,
-                cron=cron,
-                every=every,
-                tz=tz,
-                payload=payload,
-                overlap=overlap,
-                options=job_options,
+                queue, name, ScheduleArgs(cron, every, tz, payload, overlap, job_options)
             )
         )
 
@@ -329,6 +322,10 @@ class AsyncInternals:
     async def job_counts(self, queue: str) -> dict[str, int]:
         """`count_jobs`, and "overdue": due jobs not yet promoted."""
         return await self._drive(self.core.job_reads.job_counts(queue))
+
+    async def group_defaults(self, queue: str) -> tuple[tuple[int, float] | None, int | None]:
+        """The queue's ``group_rate`` and ``group_max_active`` (`configure_queue`)."""
+        return await self._drive(self.core.groups.group_defaults(queue))
 
     async def mark_job_queue(self, queue: str) -> None:
         """Make ``queue`` a job queue (`WrongQueueKindError` if it holds tasks)."""

@@ -17,7 +17,7 @@ from .._core.limits import UNSET, Keep
 from .._dedup import Dedup
 from .._flows import FlowInfo, FlowJob, FlowRef, Step
 from .._jobs import Backoff, JobInfo, JobProcess, JobRef
-from .._schedules import ScheduleInfo
+from .._schedules import ScheduleArgs, ScheduleInfo
 from .shell import Shell
 
 T = TypeVar("T")
@@ -246,14 +246,7 @@ class SyncJobApi(Shell):
         `ValueError` or `TypeError` before anything is written."""
         return self._drive(
             self._core.schedules.schedule(
-                queue,
-                name,
-                cron=cron,
-                every=every,
-                tz=tz,
-                payload=payload,
-                overlap=overlap,
-                options=job_options,
+                queue, name, ScheduleArgs(cron, every, tz, payload, overlap, job_options)
             )
         )
 
@@ -331,6 +324,10 @@ class SyncInternals:
     def job_counts(self, queue: str) -> dict[str, int]:
         """`count_jobs`, and "overdue": due jobs not yet promoted."""
         return self._drive(self.core.job_reads.job_counts(queue))
+
+    def group_defaults(self, queue: str) -> tuple[tuple[int, float] | None, int | None]:
+        """The queue's ``group_rate`` and ``group_max_active`` (`configure_queue`)."""
+        return self._drive(self.core.groups.group_defaults(queue))
 
     def mark_job_queue(self, queue: str) -> None:
         """Make ``queue`` a job queue (`WrongQueueKindError` if it holds tasks)."""

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .. import _checks as checks
 from .._jobs import ms, validate_job_id
 from .._keys import QueueKeys
 from . import bulk_scripts
-from .calls import Plan
+from .calls import Call, Plan
 from .jobs_submit import MAX_PRIORITY
 from .kinds import QueueKinds
 from .limits import UNSET, Keep
@@ -66,6 +69,28 @@ def _want(limit: int | None, done: int) -> int:
     return BULK_CHUNK if limit is None else min(BULK_CHUNK, limit - done)
 
 
+def _chunks(most: int | None, chunk: Callable[[int, int], Call]) -> Plan[int]:
+    """Call a bulk script chunk after chunk until ``most`` jobs are done (None:
+    no bound), the index is passed, or as many entries as it held at the first
+    call were looked at; how many were done. ``chunk(want, skip)`` is the call
+    for the next chunk: ``want`` jobs at most, after ``skip`` entries the last
+    calls passed over. Its reply is (done, skipped, seen, left), or (done,
+    seen, left) from a script whose jobs all leave the index (none is skipped)."""
+    done = skip = looked = 0
+    bound: int | None = None
+    while most is None or done < most:
+        reply = yield chunk(_want(most, done), skip)
+        count, skipped, seen, left = reply if len(reply) == 4 else (reply[0], 0, *reply[1:])
+        done += int(count)
+        skip += int(skipped)
+        looked += int(seen)
+        if bound is None:
+            bound = int(seen) + int(left)
+        if not int(left) or not int(seen) or looked >= bound:
+            break
+    return done
+
+
 def update_changes(
     priority: int | Keep | None, delay: float | Keep | None, at: float | Keep | None
 ) -> dict[str, int]:
@@ -87,16 +112,14 @@ def update_changes(
     return changes
 
 
+@dataclass(eq=False)
 class Bulk:
     """The bulk plans of a core (``core.bulk``)."""
 
-    def __init__(
-        self, state: CoreState, kinds: QueueKinds, relay: Relay, producing: Producing
-    ) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.relay = relay
-        self.producing = producing
+    state: CoreState
+    kinds: QueueKinds
+    relay: Relay
+    producing: Producing
 
     def _job_queue(self, queue: str) -> Plan[bool]:
         """Whether ``queue`` is a job queue; `WrongQueueKindError` when it holds tasks."""
@@ -162,21 +185,16 @@ class Bulk:
         if not (yield from self._job_queue(queue)):
             return 0
         publish = yield from self.state.publishing()
+
+        def chunk(code: str, want: int, skip: int) -> Call:
+            return bulk_scripts.job_retry_many(
+                keys, state=code, count=want, skip=skip, publish=publish
+            )
+
         moved = 0
         for code in codes:
-            skip = looked = 0
-            bound: int | None = None
-            while most is None or moved < most:
-                done, skipped, seen, remaining = yield bulk_scripts.job_retry_many(
-                    keys, state=code, count=_want(most, moved), skip=skip, publish=publish
-                )
-                moved += int(done)
-                skip += int(skipped)
-                looked += int(seen)
-                if bound is None:
-                    bound = int(seen) + int(remaining)
-                if not int(remaining) or not int(seen) or looked >= bound:
-                    break
+            left = None if most is None else most - moved
+            moved += yield from _chunks(left, partial(chunk, code))
         return moved
 
     # -- promote -------------------------------------------------------------------
@@ -188,19 +206,12 @@ class Bulk:
         if not (yield from self._job_queue(queue)):
             return 0
         publish = yield from self.state.publishing()
-        promoted = looked = 0
-        bound: int | None = None
-        while most is None or promoted < most:
-            done, seen, left = yield bulk_scripts.job_promote_many(
-                keys, count=_want(most, promoted), publish=publish
+        return (
+            yield from _chunks(
+                most,
+                lambda want, _: bulk_scripts.job_promote_many(keys, count=want, publish=publish),
             )
-            promoted += int(done)
-            looked += int(seen)
-            if bound is None:
-                bound = int(seen) + int(left)
-            if not int(left) or not int(seen) or looked >= bound:
-                break
-        return promoted
+        )
 
     # -- purge ---------------------------------------------------------------------
 
@@ -215,25 +226,14 @@ class Bulk:
         most = _limit(limit)
         if not (yield from self._job_queue(queue)):
             return 0
-        purged = skip = looked = 0
-        bound: int | None = None
-        while most is None or purged < most:
-            done, skipped, seen, remaining = yield bulk_scripts.job_purge_many(
-                keys,
-                state=code,
-                count=BULK_CHUNK,
-                want=_want(most, purged),
-                skip=skip,
-                older_than_ms=older_ms,
+        return (
+            yield from _chunks(
+                most,
+                lambda want, skip: bulk_scripts.job_purge_many(
+                    keys, state=code, count=BULK_CHUNK, want=want, skip=skip, older_than_ms=older_ms
+                ),
             )
-            purged += int(done)
-            skip += int(skipped)
-            looked += int(seen)
-            if bound is None:
-                bound = int(seen) + int(remaining)
-            if not int(remaining) or not int(seen) or looked >= bound:
-                break
-        return purged
+        )
 
     # -- update --------------------------------------------------------------------
 

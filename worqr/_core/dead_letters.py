@@ -3,6 +3,8 @@ failed jobs. One set of methods for both kinds."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .._process import decode_task
 from . import scripts
 from .bulk import Bulk
@@ -13,20 +15,15 @@ from .kinds import QueueKinds
 from .state import CoreState
 
 
+@dataclass(eq=False)
 class DeadLetters:
-    def __init__(
-        self,
-        state: CoreState,
-        kinds: QueueKinds,
-        job_reads: JobReads,
-        job_work: JobWork,
-        bulk: Bulk,
-    ) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.job_reads = job_reads
-        self.job_work = job_work
-        self.bulk = bulk
+    """The failed-work plans of a core (``core.dead_letters``), for both kinds."""
+
+    state: CoreState
+    kinds: QueueKinds
+    job_reads: JobReads
+    job_work: JobWork
+    bulk: Bulk
 
     def count_failed(self, queue: str) -> Plan[int]:
         if (yield from self.kinds.of(queue)) == "jobs":

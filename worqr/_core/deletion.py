@@ -12,6 +12,8 @@ later, so a late resend of a hop that created a job here creates nothing.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import _checks as checks
 from .._errors import QueueBusyError, WorqrError
 from .._jobs import APPLIED_TTL_MS
@@ -26,11 +28,13 @@ MAX_ATTEMPTS = 100  # delete scripts refused (flow jobs created meanwhile) befor
 QUEUE_DELETED = "QueueDeleted: the job's queue was deleted"
 
 
+@dataclass(eq=False)
 class QueueDeletion:
-    def __init__(self, state: CoreState, kinds: QueueKinds, relay: Relay) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.relay = relay
+    """The plan that deletes a queue (``core.deletion``)."""
+
+    state: CoreState
+    kinds: QueueKinds
+    relay: Relay
 
     def delete_queue(self, queue: str, *, if_idle: bool = False) -> Plan[None]:
         """Drop the queue; with ``if_idle``, `QueueBusyError` and nothing

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._errors import JobNotFoundError
@@ -30,22 +31,16 @@ from .state import CoreState
 READ_CHUNK = 500  # job reads per pinned group of get_flow
 
 
+@dataclass(eq=False)
 class Flows:
-    def __init__(
-        self,
-        state: CoreState,
-        kinds: QueueKinds,
-        producing: Producing,
-        submission: JobSubmission,
-        job_reads: JobReads,
-        relay: Relay,
-    ) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.producing = producing
-        self.submission = submission
-        self.job_reads = job_reads
-        self.relay = relay
+    """The flow plans of a core (``core.flows``)."""
+
+    state: CoreState
+    kinds: QueueKinds
+    producing: Producing
+    submission: JobSubmission
+    job_reads: JobReads
+    relay: Relay
 
     def submit_chain(self, steps: Sequence[Step]) -> Plan[FlowRef]:
         """A chain of steps, each a job on its queue, run one after another."""

@@ -43,6 +43,21 @@ class GroupInfo:
     closed_until: float | None
     limited: bool
 
+    def as_json(self) -> dict[str, Any]:
+        """The group as JSON-ready data (``rate`` as ``[n, seconds]``), for the
+        command line's ``--json`` and the exporter's tests."""
+        return {
+            "name": self.name,
+            "queued": self.queued,
+            "delayed": self.delayed,
+            "active": self.active,
+            "paused": self.paused,
+            "rate": list(self.rate) if self.rate else None,
+            "max_active": self.max_active,
+            "closed_until": self.closed_until,
+            "limited": self.limited,
+        }
+
 
 def _number(raw: object) -> float | None:
     if raw is None or raw is False:
@@ -82,10 +97,12 @@ def group_info(name: str, rec: dict[str, Any], defaults: list[Any], now_ms: floa
     )
 
 
+@dataclass(eq=False)
 class Groups:
-    def __init__(self, state: CoreState, kinds: QueueKinds) -> None:
-        self.state = state
-        self.kinds = kinds
+    """The fair-share group plans of a core (``core.groups``)."""
+
+    state: CoreState
+    kinds: QueueKinds
 
     def configure_group(
         self,
@@ -140,6 +157,15 @@ class Groups:
         raw, defaults, (seconds, micros) = checked_replies(request, (yield request))
         rec = json.loads(raw) if raw else {}
         return rec, list(defaults), int(seconds) * 1000 + int(micros) / 1000
+
+    def group_defaults(self, queue: str) -> Plan[tuple[tuple[int, float] | None, int | None]]:
+        """The queue's limits for every group (``group_rate``, ``group_max_active``)."""
+        keys = self.state.queue_keys(queue)
+        raw = yield command(
+            "HMGET", keys.config, "group_rate", "group_per", "group_max_active", key=keys.config
+        )
+        info = group_info("", {}, list(raw), 0.0)
+        return info.rate, info.max_active
 
     def is_group_paused(self, queue: str, group: str) -> Plan[bool]:
         """Whether ``group`` of ``queue`` is paused."""

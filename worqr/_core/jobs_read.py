@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from .._checks import count, optional_seconds
@@ -42,16 +43,14 @@ def _state_of(state: object) -> str:
     return str(state)
 
 
+@dataclass(eq=False)
 class JobReads:
     """Reading jobs, waiting for their end, and acting on one by id."""
 
-    def __init__(
-        self, state: CoreState, kinds: QueueKinds, notifications: Notifications, relay: Relay
-    ) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.notifications = notifications
-        self.relay = relay
+    state: CoreState
+    kinds: QueueKinds
+    notifications: Notifications
+    relay: Relay
 
     def get_job(self, queue: str, id: str) -> Plan[JobInfo | None]:
         found = yield from self.read_job(queue, id)

@@ -31,20 +31,15 @@ PURGE_CHUNK = 200  # failed jobs dropped per script call (purge_failed)
 _RECORD = json.JSONDecoder()  # a take's hot path skips json.loads's checks
 
 
+@dataclasses.dataclass(eq=False)
 class JobWork:
-    def __init__(
-        self,
-        state: CoreState,
-        kinds: QueueKinds,
-        membership: Membership,
-        relay: Relay,
-        refill: ScheduleRefill,
-    ) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.membership = membership
-        self.relay = relay
-        self.refill = refill
+    """The plans of a worker's jobs: taking them and ending them (``core.job_work``)."""
+
+    state: CoreState
+    kinds: QueueKinds
+    membership: Membership
+    relay: Relay
+    refill: ScheduleRefill
 
     def mark_job_queue(self, queue: str) -> Plan[None]:
         """Make ``queue`` a job queue (a worker with a job handler joins it);

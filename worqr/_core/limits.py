@@ -110,10 +110,12 @@ def parse_limits(fields: list[Any], active: Any, now_micros: int) -> QueueLimits
     )
 
 
+@dataclass(eq=False)
 class Limits:
-    def __init__(self, state: CoreState, kinds: QueueKinds) -> None:
-        self.state = state
-        self.kinds = kinds
+    """The queue option and limit plans of a core (``core.limits``)."""
+
+    state: CoreState
+    kinds: QueueKinds
 
     def configure_queue(
         self,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from dataclasses import dataclass
 
 from . import job_scripts, scripts
 from .calls import Plan, command
@@ -22,20 +23,15 @@ RECONCILE_INTERVAL = 60.0  # seconds between checks that Redis holds no process 
 RECONCILE_BATCH = 1000  # process ids read per ZRANGE when reconciling
 
 
+@dataclass(eq=False)
 class Liveness:
-    def __init__(
-        self,
-        state: CoreState,
-        kinds: QueueKinds,
-        membership: Membership,
-        upkeep: Upkeep,
-        relay: Relay,
-    ) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.membership = membership
-        self.upkeep = upkeep
-        self.relay = relay
+    """The plans that keep the mesh alive (``core.liveness``)."""
+
+    state: CoreState
+    kinds: QueueKinds
+    membership: Membership
+    upkeep: Upkeep
+    relay: Relay
 
     def heartbeat(self) -> Plan[str]:
         """One heartbeat: "ok", "reaped" (this worker reaped the mesh this

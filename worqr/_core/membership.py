@@ -9,6 +9,8 @@ import platform
 import re
 import time
 import uuid
+from dataclasses import dataclass
+from functools import partial
 
 from .._errors import WrongQueueKindError
 from .._keys import QueueKeys
@@ -29,14 +31,14 @@ def new_worker_id() -> str:
     return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
+@dataclass(eq=False)
 class Membership:
-    def __init__(
-        self, state: CoreState, kinds: QueueKinds, notifications: Notifications, relay: Relay
-    ) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.notifications = notifications
-        self.relay = relay
+    """The plans of a worker's membership in the mesh (``core.membership``)."""
+
+    state: CoreState
+    kinds: QueueKinds
+    notifications: Notifications
+    relay: Relay
 
     def start_worker(self) -> Plan[str]:
         state = self.state
@@ -103,29 +105,21 @@ class Membership:
         settings = self.state.settings
         keys = self.state.mesh.queue(queue)
         publish = yield from self.state.publishing()
+        # Either kind's script takes the same arguments but one of its own.
+        job_script = partial(job_scripts.job_requeue_owned, policy=settings.jobs.policy)
+        task_script = partial(scripts.requeue_owned, failed_max=settings.failed_max)
         requeued = dead_lettered = 0
         switched = False
         while True:
-            if self.kinds.is_jobs(queue):
-                call = job_scripts.job_requeue_owned(
-                    keys,
-                    worker,
-                    mode=mode,
-                    chunk=settings.requeue_chunk,
-                    max_recoveries=settings.max_recoveries,
-                    publish=publish,
-                    policy=settings.jobs.policy,
-                )
-            else:
-                call = scripts.requeue_owned(
-                    keys,
-                    worker,
-                    mode=mode,
-                    chunk=settings.requeue_chunk,
-                    max_recoveries=settings.max_recoveries,
-                    failed_max=settings.failed_max,
-                    publish=publish,
-                )
+            script = job_script if self.kinds.is_jobs(queue) else task_script
+            call = script(
+                keys,
+                worker,
+                mode=mode,
+                chunk=settings.requeue_chunk,
+                max_recoveries=settings.max_recoveries,
+                publish=publish,
+            )
             try:
                 moved, poisoned, remaining, *ops = yield call
             except WrongQueueKindError as error:

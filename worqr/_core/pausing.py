@@ -14,6 +14,8 @@ lib/limit's ``allowance``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .._schedules import validate_schedule_name
 from . import job_scripts
 from .calls import Plan, command
@@ -22,11 +24,13 @@ from .kinds import QueueKinds
 from .state import CoreState
 
 
+@dataclass(eq=False)
 class Pausing:
-    def __init__(self, state: CoreState, kinds: QueueKinds, submission: JobSubmission) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.submission = submission  # registers a queue paused before it had jobs
+    """The pause plans of queues and schedules (``core.pausing``)."""
+
+    state: CoreState
+    kinds: QueueKinds
+    submission: JobSubmission  # registers a queue paused before it had jobs
 
     def pause(self, queue: str) -> Plan[None]:
         """Pause a job queue (a new queue becomes one) on every worker until

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from .. import _checks as checks
@@ -22,10 +23,12 @@ COMPLETE_BATCH = 500  # processes finished per complete script call: keeps it sh
 DEQUEUE_CHUNK = 500  # most tasks per dequeue script call (bounded scripts): ~3 ms each
 
 
+@dataclass(eq=False)
 class Processes:
-    def __init__(self, state: CoreState, membership: Membership) -> None:
-        self.state = state
-        self.membership = membership
+    """The plans of a worker's task processes (``core.processes``)."""
+
+    state: CoreState
+    membership: Membership
 
     def dequeue(self, queue: str, count: int = 1) -> Plan[list[Process]]:
         checks.count("count", count, low=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from redis.exceptions import ResponseError
@@ -38,11 +39,13 @@ def _with_count(error: Exception, done: int, total: int) -> Exception:
         return WorqrError(message)
 
 
+@dataclass(eq=False)
 class Producing:
-    def __init__(self, state: CoreState, kinds: QueueKinds, relay: Relay) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.relay = relay
+    """The plans that produce and remove work (``core.producing``)."""
+
+    state: CoreState
+    kinds: QueueKinds
+    relay: Relay
 
     def encode_task(self, task: object) -> bytes:
         if isinstance(task, str):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from .calls import Plan, command
 from .state import CoreState, text
@@ -10,11 +11,11 @@ from .state import CoreState, text
 MGET_BATCH = 1000  # alive keys read per command
 
 
+@dataclass(eq=False)
 class Reads:
     """Read-only plans: no worker state needed."""
 
-    def __init__(self, state: CoreState) -> None:
-        self.state = state
+    state: CoreState
 
     def get_queues(self) -> Plan[list[str]]:
         return sorted(text(q) for q in (yield command("SMEMBERS", self.state.mesh.queues)))

@@ -17,6 +17,7 @@ import json
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._errors import WrongQueueKindError
@@ -55,12 +56,12 @@ def _chunks(items: list[Any], size: int = APPLY_CHUNK) -> list[list[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+@dataclass(eq=False)
 class Relay:
     """Applies outbox operations; every part whose scripts write hops holds it."""
 
-    def __init__(self, state: CoreState, kinds: QueueKinds) -> None:
-        self.state = state
-        self.kinds = kinds
+    state: CoreState
+    kinds: QueueKinds
 
     def relay_ops(self, source: str, flat: Sequence[Any]) -> Plan[int]:
         """Apply the operations ``source``'s script wrote (flat triples) and ack

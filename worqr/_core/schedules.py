@@ -5,10 +5,13 @@ jobs fire due schedules too (lib/schedule.lua)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from .._schedules import (
+    ScheduleArgs,
     ScheduleInfo,
+    ScheduleSpec,
     check_schedule_options,
     cron_fires,
     schedule_info,
@@ -22,45 +25,31 @@ from .produce import Producing
 from .state import CoreState, text
 
 
-class Schedules:
-    def __init__(
-        self,
-        state: CoreState,
-        kinds: QueueKinds,
-        producing: Producing,
-        submission: JobSubmission,
-    ) -> None:
-        self.state = state
-        self.kinds = kinds
-        self.producing = producing
-        self.submission = submission
+def checked_schedule(
+    name: object, args: ScheduleArgs, encode: Callable[[str | bytes], bytes]
+) -> ScheduleSpec:
+    """The schedule ``name`` that ``args`` declare, checked, its jobs' options
+    as `submit` records them and its payload as ``encode`` makes it; raises
+    `ValueError` or `TypeError` naming the problem."""
+    check_schedule_options(args.options)
+    options = job_options(**args.options)
+    return schedule_spec(name, args, payload=encode(args.payload), options=options)
 
-    def schedule(
-        self,
-        queue: str,
-        name: str,
-        *,
-        cron: str | None = None,
-        every: float | None = None,
-        tz: str = "UTC",
-        payload: str | bytes = "",
-        overlap: bool = True,
-        options: dict[str, Any] | None = None,
-    ) -> Plan[ScheduleInfo]:
+
+@dataclass(eq=False)
+class Schedules:
+    """The schedule plans of a core (``core.schedules``)."""
+
+    state: CoreState
+    kinds: QueueKinds
+    producing: Producing
+    submission: JobSubmission
+
+    def schedule(self, queue: str, name: str, args: ScheduleArgs) -> Plan[ScheduleInfo]:
         """Create or replace the schedule ``name`` of ``queue``; an equal spec
         changes nothing. Every argument is checked before anything is sent."""
         keys = self.state.queue_keys(queue)
-        check_schedule_options(options or {})
-        recorded = job_options(**(options or {}))
-        spec = schedule_spec(
-            name,
-            cron=cron,
-            every=every,
-            tz=tz,
-            payload=self.producing.encode_task(payload),
-            overlap=overlap,
-            options=recorded,
-        )
+        spec = checked_schedule(name, args, self.producing.encode_task)
         fires: list[int] = []
         if spec.cron is not None:  # computed from Redis's clock, never ours
             seconds, micros = yield command("TIME")

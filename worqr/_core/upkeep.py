@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from dataclasses import dataclass
 
 from . import job_scripts
 from .calls import Plan, command
@@ -29,9 +30,11 @@ UPKEEP_RECORDS = 10_000  # records one pass purges before it stops (a backlog go
 CURSOR_TTL_MS = 60_000  # the sweep's cursor outlives the last pass by this much
 
 
+@dataclass(eq=False)
 class Upkeep:
-    def __init__(self, state: CoreState) -> None:
-        self.state = state
+    """The upkeep of job queues no worker serves (``core.upkeep``)."""
+
+    state: CoreState
 
     def tidy_job_queues(self) -> Plan[int]:
         """Purge expired records and promote due jobs of the job queues without

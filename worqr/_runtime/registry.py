@@ -8,10 +8,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .._core.jobs_submit import job_options
+from .._core.schedules import checked_schedule
 from .._errors import WorqrError
 from .._jobs import Backoff, check_backoff
 from .._keys import validate_name
-from .._schedules import check_schedule_options, schedule_spec
+from .._schedules import ScheduleArgs
 from .running import Handler, HandlerSpec, is_async_handler
 
 H = TypeVar("H", bound=Handler)
@@ -24,7 +25,7 @@ class HandlerRegistry:
 
     def __init__(self) -> None:
         self._specs: dict[str, HandlerSpec] = {}
-        self._crons: dict[tuple[str, str], dict[str, Any]] = {}
+        self._crons: dict[tuple[str, str], ScheduleArgs] = {}
 
     def handler(self, queue: str, *, persistent: bool = False) -> Callable[[H], H]:
         """Register the function that runs the tasks of ``queue``: sync (run in the
@@ -103,25 +104,9 @@ class HandlerRegistry:
             raise WorqrError("declare schedules before the worker runs")
         if (queue, name) in self._crons:
             raise ValueError(f"schedule {name!r} of queue {queue!r} is declared already")
-        check_schedule_options(options)
-        data = payload.encode() if isinstance(payload, str) else payload
-        schedule_spec(
-            name,
-            cron=cron,
-            every=every,
-            tz=tz,
-            payload=data,
-            overlap=overlap,
-            options=job_options(**options),
-        )
-        self._crons[(queue, name)] = {
-            "cron": cron,
-            "every": every,
-            "tz": tz,
-            "payload": payload,
-            "overlap": overlap,
-            **options,
-        }
+        args = ScheduleArgs(cron, every, tz, payload, overlap, options)
+        checked_schedule(name, args, lambda data: data.encode() if isinstance(data, str) else data)
+        self._crons[(queue, name)] = args
 
     @property
     def queues(self) -> list[str]:

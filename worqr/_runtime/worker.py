@@ -263,7 +263,7 @@ class Worker(HandlerRegistry, Lifecycle):
             steps.append(partial(client.on, queue, self._listener(queue)))
             steps.append(partial(client.start_work, queue))
         for (queue, name), declared in self._crons.items():  # upserts: equal ones are no-ops
-            steps.append(partial(client.schedule, queue, name, **declared))
+            steps.append(partial(client.schedule, queue, name, **declared.keywords()))
         return steps
 
     def _loops(self, client: AsyncWorqr) -> list[asyncio.Task[None]]:

@@ -5,12 +5,13 @@ a job named "cancel" (`GET` or `PATCH .../jobs/cancel` is that job)."""
 
 from __future__ import annotations
 
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
 from .._errors import QueueBusyError, WrongQueueKindError
 from .config import client_of, config_of
-from .errors import ApiError, bad_request, job_not_found
+from .errors import ApiError, bad_request
 from .jobs import JOB, JOBS
 from .models import (
     CancelJobsBody,
@@ -20,44 +21,34 @@ from .models import (
     RetryJobsBody,
     UpdateJobBody,
 )
-from .operations import Answer, Operation, reply
+from .operations import Answer, Endpoint, Operation, reply
 from .replies import (
     CancelledReply,
     DeletedReply,
     JobReply,
     PromotedReply,
     PurgedReply,
+    Reply,
     RetriedReply,
 )
-from .views import job_reply
+from .views import existing_job, job_reply
 
 QUEUE = "/v1/queues/{queue}"
 
 
-async def cancel_jobs(request: Request, queue: str, body: CancelJobsBody) -> Response:
-    """Cancel every job in ``state`` (every job not terminal when left out),
-    active ones' handlers stopped, in bounded chunks; how many."""
-    count = await client_of(request).cancel_jobs(queue, state=body.state)
-    return reply(CancelledReply(cancelled=count))
+def _counting(word: str, answer: type[Reply]) -> Endpoint:
+    """The endpoint of a bulk operation: the client's ``<word>_jobs`` called with
+    the queue and the fields of the request's body (or query); how many jobs it
+    changed, as ``answer``'s one field."""
+    (field,) = answer.model_fields
 
+    async def count_jobs(request: Request, queue: str, **inputs: BaseModel) -> Response:
+        (given,) = inputs.values()
+        run = getattr(client_of(request), f"{word}_jobs")
+        count = await run(queue, **given.model_dump())
+        return reply(answer.model_validate({field: count}))
 
-async def retry_jobs(request: Request, queue: str, body: RetryJobsBody) -> Response:
-    client = client_of(request)
-    count = await client.retry_jobs(queue, state=body.state, limit=body.limit)
-    return reply(RetriedReply(retried=count))
-
-
-async def promote_jobs(request: Request, queue: str, body: PromoteJobsBody) -> Response:
-    count = await client_of(request).promote_jobs(queue, limit=body.limit)
-    return reply(PromotedReply(promoted=count))
-
-
-async def purge_jobs(request: Request, queue: str, query: PurgeJobsQuery) -> Response:
-    client = client_of(request)
-    count = await client.purge_jobs(
-        queue, query.state, older_than=query.older_than, limit=query.limit
-    )
-    return reply(PurgedReply(purged=count))
+    return count_jobs
 
 
 async def update_job(request: Request, queue: str, id: str, body: UpdateJobBody) -> Response:
@@ -69,9 +60,7 @@ async def update_job(request: Request, queue: str, id: str, body: UpdateJobBody)
         raise
     except (TypeError, ValueError) as error:  # raised before anything is written
         raise bad_request("invalid_option", str(error)) from None
-    job = await client.get_job(queue, id)
-    if job is None:
-        raise job_not_found(queue, id)
+    job = await existing_job(client, queue, id)
     if not updated:
         raise ApiError(
             409,
@@ -92,43 +81,41 @@ async def delete_queue(request: Request, queue: str, query: DeleteQueueQuery) ->
 
 _WRONG_KIND = (409,)
 
-OPERATIONS = [
-    Operation(
-        "POST",
-        f"{JOBS}/cancel",
-        "cancelJobs",
-        "cancel many jobs",
-        cancel_jobs,
-        {200: Answer(CancelledReply, "how many were cancelled")},
-        errors=_WRONG_KIND,
-        body=CancelJobsBody,
-    ),
-    Operation(
-        "POST",
-        f"{JOBS}/retry",
-        "retryJobs",
+_COUNTING: list[tuple[str, type[BaseModel], type[Reply], str, str]] = [
+    # POST .../jobs/<word> calls the client's <word>_jobs with the body's fields:
+    # (word, body, the reply that counts, summary, what the count means). Cancel:
+    # active jobs' handlers are stopped; every job not terminal when no state.
+    ("cancel", CancelJobsBody, CancelledReply, "cancel many jobs", "how many were cancelled"),
+    (
+        "retry",
+        RetryJobsBody,
+        RetriedReply,
         "retry failed or cancelled jobs",
-        retry_jobs,
-        {200: Answer(RetriedReply, "how many were queued again")},
-        errors=_WRONG_KIND,
-        body=RetryJobsBody,
+        "how many were queued again",
     ),
-    Operation(
-        "POST",
-        f"{JOBS}/promote",
-        "promoteJobs",
-        "queue delayed jobs now",
-        promote_jobs,
-        {200: Answer(PromotedReply, "how many were queued")},
-        errors=_WRONG_KIND,
-        body=PromoteJobsBody,
+    ("promote", PromoteJobsBody, PromotedReply, "queue delayed jobs now", "how many were queued"),
+]
+
+OPERATIONS = [
+    *(
+        Operation(
+            "POST",
+            f"{JOBS}/{word}",
+            f"{word}Jobs",
+            summary,
+            _counting(word, answer),
+            {200: Answer(answer, meaning)},
+            errors=_WRONG_KIND,
+            body=body,
+        )
+        for word, body, answer, summary, meaning in _COUNTING
     ),
     Operation(
         "DELETE",
         JOBS,
         "purgeJobs",
         "forget the records of ended jobs",
-        purge_jobs,
+        _counting("purge", PurgedReply),
         {200: Answer(PurgedReply, "how many records were forgotten")},
         errors=_WRONG_KIND,
         query=PurgeJobsQuery,

@@ -14,11 +14,12 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import from_json
 from starlette.requests import Request
 
-from .._jobs import validate_job_id
+from .._jobs import validate_group, validate_job_id
 from .._keys import validate_name
 from .errors import bad_request
-from .models import JOB_ID, QUEUE_NAME
+from .models import FIELD_CODES
 from .paths import path_name
+from .rules import GROUP_NAME, JOB_ID, QUEUE_NAME
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -47,6 +48,10 @@ def queue_of(request: Request) -> str:
 
 def job_id_of(request: Request) -> str:
     return _path_value(request, "id", JOB_ID, validate_job_id, "invalid_job_id")
+
+
+def group_of(request: Request) -> str:
+    return _path_value(request, "group", GROUP_NAME, validate_group, "invalid_group")
 
 
 @cache
@@ -106,19 +111,18 @@ async def body_of(request: Request, model: type[M], *, required: bool = True) ->
     try:
         return model.model_validate(value)
     except ValidationError as error:
-        kinds = {item["type"] for item in error.errors()}
-        code = "unknown_field" if "extra_forbidden" in kinds else _field_code(model, error)
-        raise bad_request(code, describe(error)) from None
+        raise bad_request(_body_code(error), describe(error)) from None
 
 
-def _field_code(model: type[BaseModel], error: ValidationError) -> str:
-    """The error code of a body's problem: its field's own (a model's
-    ``ERROR_CODES``, e.g. ``invalid_dedup``), else ``invalid_option``."""
-    codes: dict[str, str] = getattr(model, "ERROR_CODES", {})
-    for item in error.errors():
-        if item["loc"] and item["loc"][0] in codes:
-            return codes[str(item["loc"][0])]
-    return "invalid_option"
+def _body_code(error: ValidationError) -> str:
+    """``unknown_field``; a field's own code (`FIELD_CODES`) when it alone is
+    wrong; else ``invalid_option``."""
+    items = error.errors()
+    if any(item["type"] == "extra_forbidden" for item in items):
+        return "unknown_field"
+    codes = {FIELD_CODES.get(str(item["loc"][0])) if item["loc"] else None for item in items}
+    only = codes.pop() if len(codes) == 1 else None
+    return only or "invalid_option"
 
 
 def _where(location: tuple[int | str, ...]) -> str:

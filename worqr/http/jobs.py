@@ -16,7 +16,7 @@ from .models import ListJobsQuery, SubmitBody, WaitQuery
 from .operations import Answer, Operation, reply
 from .replies import JobPage, JobReply, ResultReply, StateReply, SubmitReply
 from .sse import job_events
-from .views import job_reply, value_fields
+from .views import existing_job, job_reply, value_fields
 
 JOBS = "/v1/queues/{queue}/jobs"
 JOB = f"{JOBS}/{{id}}"
@@ -39,9 +39,7 @@ async def submit(request: Request, queue: str, body: SubmitBody) -> Response:
 
 
 async def get_job(request: Request, queue: str, id: str) -> Response:
-    job = await client_of(request).get_job(queue, id)
-    if job is None:
-        raise job_not_found(queue, id)
+    job = await existing_job(client_of(request), queue, id)
     return reply(job_reply(job, show_payloads=config_of(request).show_payloads))
 
 
@@ -67,9 +65,7 @@ async def cancel(request: Request, queue: str, id: str) -> Response:
     client = client_of(request)
     if await client.cancel_job(queue, id):
         return reply(StateReply(id=id, state="cancelled"))
-    job = await client.get_job(queue, id)
-    if job is None:
-        raise job_not_found(queue, id)
+    job = await existing_job(client, queue, id)
     raise ApiError(409, "not_cancellable", f"job {id!r} is {job.state}: it cannot be cancelled")
 
 
@@ -77,9 +73,7 @@ async def retry(request: Request, queue: str, id: str) -> Response:
     client = client_of(request)
     if await client.retry_job(queue, id):
         return reply(StateReply(id=id, state="queued"))
-    job = await client.get_job(queue, id)
-    if job is None:
-        raise job_not_found(queue, id)
+    job = await existing_job(client, queue, id)
     reason = (
         "another live job holds its unique marker"
         if job.state in TERMINAL

@@ -6,12 +6,9 @@ its durable pause, or a schedule's (`pause`, `resume`, `pause_schedule`,
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .._core.limits import UNSET
 from .._errors import WrongQueueKindError
 from .config import client_of
 from .errors import ApiError, bad_request
@@ -28,14 +25,9 @@ async def get_limits(request: Request, queue: str) -> Response:
 async def set_limits(request: Request, queue: str, body: LimitsBody) -> Response:
     """Change ``rate`` and/or ``max_active``; answers with the limits as they are
     then. A queue with neither becomes a job queue, as with `configure_queue`."""
-    changes: dict[str, Any] = {"rate": UNSET, "max_active": UNSET}
-    if "rate" in body.model_fields_set:
-        changes["rate"] = None if body.rate is None else (body.rate.starts, body.rate.seconds)
-    if "max_active" in body.model_fields_set:
-        changes["max_active"] = body.max_active
     client = client_of(request)
     try:
-        await client.configure_queue(queue, **changes)
+        await client.configure_queue(queue, **body.changes())
     except WrongQueueKindError:
         raise
     except (TypeError, ValueError) as error:  # raised before anything is written
@@ -44,19 +36,21 @@ async def set_limits(request: Request, queue: str, body: LimitsBody) -> Response
 
 
 async def pause(request: Request, queue: str, body: PauseBody) -> Response:
-    """Pause the queue (a new queue becomes a job queue), or its schedule."""
+    """Pause the queue (a new queue becomes a job queue), one of its groups, or its schedule."""
     return await _pausing(request, queue, body, paused=True)
 
 
 async def resume(request: Request, queue: str, body: PauseBody) -> Response:
-    """Resume the queue (idle workers are woken for its ready jobs), or its schedule."""
+    """Resume the queue (idle workers are woken for its ready jobs), its group, or its schedule."""
     return await _pausing(request, queue, body, paused=False)
 
 
 async def _pausing(request: Request, queue: str, body: PauseBody, *, paused: bool) -> Response:
     client = client_of(request)
     if body.schedule is None:
-        await (client.pause if paused else client.resume)(queue)
+        await (client.pause if paused else client.resume)(queue, group=body.group)
+        if body.group is not None:
+            return reply(PausedReply(paused=paused, group=body.group))
         return reply(PausedReply(paused=paused))
     change = client.pause_schedule if paused else client.resume_schedule
     if not await change(queue, body.schedule):
@@ -92,8 +86,9 @@ OPERATIONS = [
         "POST",
         "/v1/queues/{queue}/pause",
         "pauseQueue",
-        "pause a job queue on every worker until resumed (active jobs finish), or with "
-        "a schedule's name, that schedule (it fires nothing until resumed)",
+        "pause a job queue on every worker until resumed (active jobs finish); with a "
+        "group, that fair-share group (the others run on); with a schedule's name, that "
+        "schedule (it fires nothing until resumed)",
         pause,
         {200: Answer(PausedReply, "paused")},
         errors=(404, 409),
@@ -104,8 +99,8 @@ OPERATIONS = [
         "POST",
         "/v1/queues/{queue}/resume",
         "resumeQueue",
-        "resume a paused job queue (idle workers are woken for its ready jobs), or with "
-        "a schedule's name, that schedule (the fires it missed give one job)",
+        "resume a paused job queue (idle workers are woken for its ready jobs), or its "
+        "group, or with a schedule's name, that schedule (the fires it missed give one job)",
         resume,
         {200: Answer(PausedReply, "resumed")},
         errors=(404,),

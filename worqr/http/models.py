@@ -2,7 +2,7 @@
 the checks every request passes and the OpenAPI document (`openapi`).
 
 Every bound comes from the library's own constants (`worqr._checks`, the name
-and id rules, page sizes, rate bounds), so a request these models accept is
+and id rules of `rules`, page sizes, rate bounds), so a request these models accept is
 one the library accepts, and the document states exactly what is enforced.
 Request models are strict (a number is a JSON number, never a string) and
 refuse unknown fields; a field not given takes its default, and ``null`` is
@@ -17,14 +17,12 @@ of cross-field rules like "payload or payload_b64".
 from __future__ import annotations
 
 import base64
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
-    TypeAdapter,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -34,87 +32,27 @@ from pydantic.json_schema import SkipJsonSchema
 from .._checks import MAX_COUNT, MAX_EPOCH_SECONDS, MAX_SECONDS
 from .._core.jobs_read import MAX_PAGE
 from .._core.jobs_submit import MAX_PRIORITY
-from .._core.limits import MAX_RATE_SECONDS, MIN_RATE_SECONDS
+from .._core.limits import MAX_RATE_SECONDS, MIN_RATE_SECONDS, UNSET
 from .._dedup import Dedup
-from .._jobs import MAX_BACKOFF_FACTOR, MAX_ID_CHARS, STATES, Backoff
-from .._keys import MAX_NAME_CHARS
+from .._jobs import MAX_BACKOFF_FACTOR, STATES, Backoff
 from .._schedules import MAX_SCHEDULE_NAME
 from .config import MAX_WAIT_SECONDS
+from .rules import (
+    CURSOR_PATTERN,
+    SCHEDULE_NAME_PATTERN,
+    WHOLE,
+    Base64,
+    GroupName,
+    JobId,
+    PositiveSeconds,
+    Seconds,
+    seconds,
+)
+from .rules import STRICT as _STRICT
 
-# -- the rules of names and values, as JSON Schema keywords ---------------------
-
-NAME_PATTERN = r"^[^{}\u0000-\u001f\u007f-\u009f]+$"
-"""`worqr.validate_name`: no braces (they would change the hash tag) and no
-control character (Unicode's Cc). Its third rule, no lone surrogate (Cs),
-needs no pattern: a URL's UTF-8 cannot carry one, and the body's JSON parser
-refuses one (a pattern naming surrogates is one many regex engines, Rust's
-and so fuzzers', cannot compile)."""
-
-JOB_ID_PATTERN = r"^[^\u0000-\u001f\u007f]+$"
-"""`validate_job_id`: no ASCII control character (and no lone surrogate, as
-for names)."""
-
-SCHEDULE_NAME_PATTERN = JOB_ID_PATTERN
-"""`validate_schedule_name`: no ASCII control character, as for job ids."""
-
-BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
-"""Standard base64 with its padding, as ``base64.b64decode(validate=True)`` takes it."""
-
-CURSOR_PATTERN = r"^[0-9]{1,19}$"
-"""`get_jobs`'s cursor: decimal digits, below 2**64 (any such cursor is valid
-for every state; one past the end gives an empty last page)."""
-
-_STRICT = ConfigDict(extra="forbid", strict=True)
-
-QueueName = Annotated[
-    str,
-    Field(
-        min_length=1, max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN, examples=["emails", "a/b"]
-    ),
-]
-JobId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=MAX_ID_CHARS,
-        pattern=JOB_ID_PATTERN,
-        examples=["welcome-alice", "01M8S9044W9553V015YAA969M0"],
-    ),
-]
-Base64 = Annotated[
-    str,
-    Field(
-        pattern=BASE64_PATTERN,
-        json_schema_extra={"format": "byte", "contentEncoding": "base64"},
-    ),
-]
-
-
-def _whole_number(value: Any) -> Any:
-    """A float with no fraction as an int: JSON Schema's ``integer`` is a
-    number with no fraction, so ``1.0`` is one (a string or a bool is not)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-WHOLE = BeforeValidator(_whole_number)
-"""After an int field's bounds (``Annotated[int, Field(...), WHOLE]``): before
-them, pydantic would not write the bounds into the schema."""
-
-
-def seconds(*, above: bool = False, high: float = MAX_SECONDS) -> Any:
-    """A field of seconds: a finite JSON number in the library's bounds."""
-    if above:
-        return Field(gt=0, le=high, allow_inf_nan=False)
-    return Field(ge=0, le=high, allow_inf_nan=False)
-
-
-Seconds = Annotated[float, seconds()]
-PositiveSeconds = Annotated[float, seconds(above=True)]
-
-QUEUE_NAME: TypeAdapter[str] = TypeAdapter(QueueName, config=_STRICT)
-JOB_ID: TypeAdapter[str] = TypeAdapter(JobId, config=_STRICT)
+FIELD_CODES = {"group": "invalid_group", "dedup": "invalid_dedup"}
+"""The error code of a body whose only bad field is one of these (else
+``invalid_option``)."""
 
 # -- requests ---------------------------------------------------------------
 
@@ -201,9 +139,6 @@ class DedupBody(NoNulls):
 class SubmitBody(NoNulls):
     """A job: ``payload`` (text) or ``payload_b64`` (bytes), and its options."""
 
-    ERROR_CODES: ClassVar[dict[str, str]] = {"dedup": "invalid_dedup"}
-    """The error code of a problem with a field, when not ``invalid_option``."""
-
     model_config = ConfigDict(
         json_schema_extra={
             "allOf": [
@@ -235,6 +170,9 @@ class SubmitBody(NoNulls):
     )
     priority: Annotated[int, Field(ge=-MAX_PRIORITY, le=MAX_PRIORITY), WHOLE] = 0
     unique: bool = Field(False, description="at most one live job with this payload")
+    group: GroupName | SkipJsonSchema[None] = Field(
+        None, description="its fair-share group: one job of each group is taken in turn"
+    )
     retries: Annotated[int, Field(ge=0, le=MAX_COUNT), WHOLE] | SkipJsonSchema[None] = None
     backoff: Seconds | BackoffBody | SkipJsonSchema[None] = Field(
         None, description="fixed seconds, or an exponential backoff"
@@ -267,7 +205,17 @@ class SubmitBody(NoNulls):
 
     def options(self) -> dict[str, Any]:
         """The keyword arguments of `submit` given in this body."""
-        names = ("id", "delay", "at", "priority", "unique", "retries", "timeout", "result_ttl")
+        names = (
+            "id",
+            "delay",
+            "at",
+            "priority",
+            "unique",
+            "group",
+            "retries",
+            "timeout",
+            "result_ttl",
+        )
         options = {name: getattr(self, name) for name in given(self, *names)}
         if isinstance(self.backoff, BackoffBody):
             options["backoff"] = Backoff(**self.backoff.model_dump())
@@ -356,14 +304,29 @@ class LimitsBody(BaseModel):
     rate: Rate | None = None
     max_active: Annotated[int, Field(ge=1, le=MAX_COUNT), WHOLE] | None = None
 
+    def changes(self) -> dict[str, Any]:
+        """``rate`` and ``max_active`` as `configure_queue` takes them (UNSET: not given)."""
+        changes: dict[str, Any] = {"rate": UNSET, "max_active": UNSET}
+        if "rate" in self.model_fields_set:
+            changes["rate"] = None if self.rate is None else (self.rate.starts, self.rate.seconds)
+        if "max_active" in self.model_fields_set:
+            changes["max_active"] = self.max_active
+        return changes
+
 
 class PauseBody(NoNulls):
-    """What to pause or resume: the queue (no body, or no field), or one of its
-    schedules."""
+    """What to pause or resume: the queue (no body, or no field), one of its
+    fair-share groups, or one of its schedules."""
 
     model_config = ConfigDict(
-        **_STRICT, json_schema_extra={"examples": [{}, {"schedule": "nightly"}]}
+        **_STRICT,
+        json_schema_extra={
+            "not": {"required": ["group", "schedule"]},
+            "examples": [{}, {"group": "acme"}, {"schedule": "nightly"}],
+        },
     )
+
+    group: GroupName | SkipJsonSchema[None] = None
 
     schedule: (
         Annotated[
@@ -377,6 +340,12 @@ class PauseBody(NoNulls):
         ]
         | SkipJsonSchema[None]
     ) = None
+
+    @model_validator(mode="after")
+    def _group_or_schedule(self) -> PauseBody:
+        if len(given(self, "group", "schedule")) > 1:
+            raise ValueError("give group or schedule, not both")
+        return self
 
 
 # -- query strings ------------------------------------------------------------

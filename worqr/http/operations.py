@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from .auth import require_token
-from .inputs import body_of, job_id_of, query_of, queue_of
+from .inputs import body_of, group_of, job_id_of, query_of, queue_of
 from .replies import Reply
 
 Endpoint = Callable[..., Awaitable[Response]]
@@ -54,8 +54,8 @@ class Operation:
 
     @property
     def path_names(self) -> tuple[str, ...]:
-        """The path's parameters, in order: ``queue``, then ``id`` if any."""
-        return tuple(name for name in ("queue", "id") if f"{{{name}}}" in self.path)
+        """The path's parameters, in order: ``queue``, then ``id`` or ``group`` if any."""
+        return tuple(name for name in ("queue", "id", "group") if f"{{{name}}}" in self.path)
 
     async def handle(self, request: Request) -> Response:
         """Check the token, then every input, then call the endpoint with them."""
@@ -65,6 +65,8 @@ class Operation:
             inputs["queue"] = queue_of(request)
         if "id" in self.path_names:
             inputs["id"] = job_id_of(request)
+        if "group" in self.path_names:
+            inputs["group"] = group_of(request)
         if self.query is not None:
             inputs["query"] = query_of(request, self.query)
         if self.body is not None:

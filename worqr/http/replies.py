@@ -46,6 +46,7 @@ class JobReply(Reply):
     started: Time
     ended: Time
     due: Time
+    group: str | None = Field(None, description="its fair-share group (left out: none)")
     progress: str | None = None
     progress_b64: str | None = None
     payload: str | None = None
@@ -169,5 +170,26 @@ class LimitsReply(Reply):
 
 
 class PausedReply(Reply):
-    paused: bool = Field(description="the queue, or its schedule, is paused now")
+    paused: bool = Field(description="the queue, its group or its schedule is paused now")
+    group: str | None = None  # the group, when the request named one
     schedule: str | None = None  # the schedule, when the request named one
+
+
+class GroupReply(Reply):
+    """A fair-share group of a job queue: its jobs, the limits in force (its
+    own, else the queue's for every group) and whether they hold it back now."""
+
+    name: str
+    queued: int
+    delayed: int = Field(description="delayed or retrying")
+    active: int
+    paused: bool
+    rate: RateReply | None
+    max_active: int | None
+    closed_until: Time
+    limited: bool = Field(description="its limits keep a job from starting now")
+
+
+class GroupPage(Reply):
+    groups: list[GroupReply]
+    cursor: str | None = Field(description="the next page's; null on the last")

@@ -31,8 +31,7 @@ from .._clients.async_client import AsyncWorqr
 from .._errors import JobCancelledError, JobFailedError, JobNotFoundError
 from .._jobs import TERMINAL, JobInfo
 from .config import config_of
-from .errors import job_not_found
-from .views import job_json, value_fields
+from .views import existing_job, job_json, value_fields
 
 KEEPALIVE_SECONDS = 15.0
 
@@ -43,9 +42,7 @@ def event(name: str, data: dict[str, Any]) -> bytes:
 
 async def job_events(request: Request, queue: str, id: str) -> Response:
     config = config_of(request)
-    first = await config.client.get_job(queue, id)  # 404 (or 409) before the stream starts
-    if first is None:
-        raise job_not_found(queue, id)
+    first = await existing_job(config.client, queue, id)  # 404 (or 409) before the stream starts
     stream = _stream(
         config.client, first, show_payloads=config.show_payloads, interval=config.events_interval
     )

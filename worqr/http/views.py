@@ -18,9 +18,19 @@ import base64
 from typing import Any
 
 from .._clients.async_client import AsyncWorqr
+from .._core.groups import GroupInfo
 from .._core.limits import QueueLimits
 from .._jobs import JobInfo
-from .replies import JobCounts, JobReply, LimitsReply, QueueRow, RateReply, WorkerRow
+from .errors import job_not_found
+from .replies import (
+    GroupReply,
+    JobCounts,
+    JobReply,
+    LimitsReply,
+    QueueRow,
+    RateReply,
+    WorkerRow,
+)
 
 
 def value_fields(name: str, value: str | bytes | None) -> dict[str, Any]:
@@ -32,6 +42,8 @@ def value_fields(name: str, value: str | bytes | None) -> dict[str, Any]:
 def job_reply(job: JobInfo, *, show_payloads: bool) -> JobReply:
     """The job's record; times are Redis server epoch seconds (None when unset)."""
     values = value_fields("progress", job.progress)
+    if job.group is not None:
+        values["group"] = job.group
     if show_payloads:
         values.update(value_fields("payload", job.payload))
         values.update(value_fields("result", job.result))
@@ -52,6 +64,14 @@ def job_reply(job: JobInfo, *, show_payloads: bool) -> JobReply:
 def job_json(job: JobInfo, *, show_payloads: bool) -> dict[str, Any]:
     """`job_reply` as JSON-ready data (the event stream's)."""
     return job_reply(job, show_payloads=show_payloads).model_dump(mode="json", exclude_unset=True)
+
+
+async def existing_job(client: AsyncWorqr, queue: str, id: str) -> JobInfo:
+    """The job ``id`` of ``queue``; `job_not_found` (404) when there is none."""
+    job = await client.get_job(queue, id)
+    if job is None:
+        raise job_not_found(queue, id)
+    return job
 
 
 async def queue_kind(client: AsyncWorqr, name: str) -> str:
@@ -102,14 +122,33 @@ async def worker_rows(client: AsyncWorqr) -> list[WorkerRow]:
     return list(await asyncio.gather(*(row(id, live) for id, live in zip(ids, alive, strict=True))))
 
 
+def rate_reply(rate: tuple[int, float] | None) -> RateReply | None:
+    """A rate named as the PUT body names it."""
+    return None if rate is None else RateReply(starts=rate[0], seconds=rate[1])
+
+
 def limits_reply(limits: QueueLimits) -> LimitsReply:
     """`QueueLimits` with the rate named as the PUT body names it."""
-    rate = None if limits.rate is None else RateReply(starts=limits.rate[0], seconds=limits.rate[1])
     return LimitsReply(
-        rate=rate,
+        rate=rate_reply(limits.rate),
         max_active=limits.max_active,
         active=limits.active,
         closed_until=limits.closed_until,
         limited=limits.limited,
         paused=limits.paused,
+    )
+
+
+def group_reply(info: GroupInfo) -> GroupReply:
+    """A `GroupInfo` with the rate named as the PUT body names it."""
+    return GroupReply(
+        name=info.name,
+        queued=info.queued,
+        delayed=info.delayed,
+        active=info.active,
+        paused=info.paused,
+        rate=rate_reply(info.rate),
+        max_active=info.max_active,
+        closed_until=info.closed_until,
+        limited=info.limited,
     )

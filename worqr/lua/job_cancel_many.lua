@@ -46,6 +46,7 @@
 --!include counters
 --!include cancel
 --!include group
+--!include sweep
 local J = job_keys()
 local processes = KEYS[16]
 local stats = KEYS[17]
@@ -72,108 +73,41 @@ local reply = {0, 0, 0, '0', J.ops}
 local function cancel(id, life)
   local record = load_job(J.jobs, id)
   if not (record and record.s == state and (life == nil or record.l == life)) then
-    return false
+    return
   end
   cancel_job(J, id, record, now, policy, publish, processes, events)
   save_job(J.jobs, id, record)
   reply[1] = reply[1] + 1
-  return true
 end
-
--- from_zset(zset, by_entry): the first `count` members; each leaves the zset
-local function from_zset(zset, by_entry, n)
-  local members = redis.call('ZRANGE', zset, 0, n - 1)
-  for _, member in ipairs(members) do
-    if by_entry then
-      local id, life = split_entry(member)
-      cancel(id, life)
-    else
-      cancel(member, nil)
-    end
-  end
-  if #members > 0 then
-    redis.call('ZREM', zset, unpack(members))  -- stale members too
-  end
-  reply[2] = reply[2] + #members
-  return #members
-end
-
--- from_ready(ready, prio, n) -> entries left in these ready keys, after cancelling
---   up to n: prioritised entries first, then the list from its front (RPOP, so its
---   tombstones go too)
-local function from_ready(ready, prio, n)
-  local looked = from_zset(prio, true, n)
-  local popped = n > looked and redis.call('RPOP', ready, n - looked) or false
-  for _, entry in ipairs(popped or {}) do
-    local id, life = split_entry(entry)
-    cancel(id, life)  -- a tombstone cancels nothing, and is gone
-  end
-  reply[2] = reply[2] + #(popped or {})
-  return redis.call('LLEN', ready) + redis.call('ZCARD', prio)
-end
-
--- drop_ungrouped_member(): no ungrouped job is ready: '' leaves the ring, and its
---   record (which holds no counts) goes
-local function drop_ungrouped_member()
-  if redis.call('HEXISTS', J.grp, '') == 0 then
-    return
-  end
-  local rec = load_group(J, '')
-  if rec.w == 'r' then
-    redis.call('LREM', J.ring, 1, '')
-    rec.w = nil
-  end
-  save_group(J, '', rec, now)
-end
-
--- from_groups(at) -> the next cursor: the groups of one HSCAN page of `grp` from
---   `at`, each one's queued jobs cancelled (lib/cancel moves its counts and its
---   place), up to `count` entries looked at in the call; `at` again when the page
---   is left unfinished
-local function from_groups(at)
-  local page = redis.call('HSCAN', J.grp, at, 'COUNT', 100)
-  local fields = page[2]
-  for i = 1, #fields, 2 do
-    local g = fields[i]
-    if g ~= '' and cjson.decode(fields[i + 1]).q > 0 then
-      local budget = count - reply[2]
-      if budget <= 0 then
-        return at
-      end
-      local ready, prio = group_ready_keys(J, g)
-      if from_ready(ready, prio, budget) > 0 then
-        return at  -- the budget ran out inside this group
-      end
-    end
-  end
-  return page[1]
-end
+local W = {count = count, looked = 0, visit = cancel}  -- the walk (lib/sweep)
 
 if state == 'a' then
   local scanned = redis.call('HSCAN', processes, cursor, 'COUNT', count)
   for i = 2, #scanned[2], 2 do
-    local id, life = split_entry(scanned[2][i])
-    cancel(id, life)
-    reply[2] = reply[2] + 1
+    cancel(split_entry(scanned[2][i]))
+    W.looked = W.looked + 1
   end
   reply[3] = redis.call('HLEN', processes)
   reply[4] = scanned[1]
 elseif state == 'q' then
-  local ungrouped = from_ready(J.tasks, J.prio, count)
+  local ungrouped = sweep_ready(W, J.tasks, J.prio, count)
   reply[3] = ungrouped
   if grouped(J) then
     if ungrouped == 0 then
-      drop_ungrouped_member()
-      reply[4] = reply[2] < count and from_groups(cursor) or cursor
+      J.ring_out = {}  -- the groups emptied leave the ring together (lib/sweep)
+      drop_ungrouped(J, now)
+      reply[4] = W.looked < count and sweep_groups(W, J, cursor) or cursor
+      leave_ring_all(J)
     end
     reply[3] = ungrouped + tonumber(redis.call('HGET', J.counts, state_name('q')) or '0')
   end
 elseif state == 'w' then
-  from_zset(J.waiting, false, count)
+  sweep_zset(W, J.waiting, false, count)
   reply[3] = redis.call('ZCARD', J.waiting)
 else
   local zset = state == 'd' and J.delayed or J.retrying
-  from_zset(zset, true, count)
+  sweep_zset(W, zset, true, count)
   reply[3] = redis.call('ZCARD', zset)
 end
+reply[2] = W.looked
 return reply

@@ -30,9 +30,8 @@ if rec.p then
   return 0
 end
 rec.p = 1
-if rec.w == 'r' then
-  redis.call('LREM', J.ring, 1, group)
-elseif rec.w == 't' then
+leave_ring_lazily(rec)  -- O(1): the pick drops its entry
+if rec.w == 't' then
   redis.call('ZREM', J.gtimed, group)
 end
 rec.w, rec.o = nil, nil

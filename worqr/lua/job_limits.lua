@@ -37,25 +37,18 @@ local refused = claim_kind(config, 'jobs', tasks, processes)
 if refused then
   return refused
 end
-if rate == '' then
-  redis.call('HDEL', config, 'rate', 'per', 'tat')
-elseif rate ~= '-' then
-  redis.call('HSET', config, 'rate', rate, 'per', per)
+-- apply(value, set, drop): '' removes the fields `drop`, '-' keeps them, anything
+--   else sets the field/value pairs `set`
+local function apply(value, set, drop)
+  if value == '' then
+    redis.call('HDEL', config, unpack(drop))
+  elseif value ~= '-' then
+    redis.call('HSET', config, unpack(set))
+  end
 end
-if max_active == '' then
-  redis.call('HDEL', config, 'max_active')
-elseif max_active ~= '-' then
-  redis.call('HSET', config, 'max_active', max_active)
-end
-if group_rate == '' then
-  redis.call('HDEL', config, 'group_rate', 'group_per')
-elseif group_rate ~= '-' then
-  redis.call('HSET', config, 'group_rate', group_rate, 'group_per', group_per)
-end
-if group_max_active == '' then
-  redis.call('HDEL', config, 'group_max_active')
-elseif group_max_active ~= '-' then
-  redis.call('HSET', config, 'group_max_active', group_max_active)
-end
+apply(rate, {'rate', rate, 'per', per}, {'rate', 'per', 'tat'})  -- its slot goes with it
+apply(max_active, {'max_active', max_active}, {'max_active'})
+apply(group_rate, {'group_rate', group_rate, 'group_per', group_per}, {'group_rate', 'group_per'})
+apply(group_max_active, {'group_max_active', group_max_active}, {'group_max_active'})
 wake_idle(idle, wake_prefix, publish, 1)
 return 1

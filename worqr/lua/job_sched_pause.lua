@@ -13,11 +13,10 @@ local J = {}
 sched_keys(J, 1)
 local name = ARGV[1]
 
-local raw = redis.call('HGET', J.sched, name)
-if not raw then
+local spec = load_schedule(J, name)
+if not spec then
   return 0
 end
-local spec = cjson.decode(raw)
 if not spec.p then
   spec.p = 1
   save_schedule(J, name, spec, 0)

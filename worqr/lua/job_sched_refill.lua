@@ -39,8 +39,7 @@ local version = ARGV[5]
 local first_fire = 6  -- ARGV[6..n] fires
 J.members, J.idle, J.stats = members, idle, stats
 
-local raw = redis.call('HGET', J.sched, name)
-local spec = raw and cjson.decode(raw)
+local spec = load_schedule(J, name)
 if not spec or spec.v ~= version or not spec.c then
   return {0, 0}
 end

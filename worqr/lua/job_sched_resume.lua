@@ -57,11 +57,10 @@ local function owe_once(spec, now)
   spec.b = math.max(spec.b or now, now)  -- a resync's missed times start after now
 end
 
-local raw = redis.call('HGET', J.sched, name)
-if not raw then
+local spec = load_schedule(J, name)
+if not spec then
   return 0
 end
-local spec = cjson.decode(raw)
 if not spec.p then
   return 1
 end

@@ -51,7 +51,6 @@
 --!include promote
 --!include limit
 --!include start
---!include group
 --!include fair
 --!include wake
 --!include timer
@@ -77,9 +76,22 @@ J.processes, J.members, J.idle, J.config, J.stats, J.notify =
   processes, members, idle, config, stats, notify
 
 -- The phases, in the order they run: finish (lib/finish), purge (lib/purge),
--- promote (lib/promote, lib/schedule; due groups back to the ring, lib/group),
--- limit (lib/limit), pick (lib/start, or lib/fair's round robin between groups
--- when the queue has them) and take (lib/start), wake.
+-- promote (lib/promote, lib/schedule; due groups back to the ring, lib/fair),
+-- limit (lib/limit), pick (lib/fair's pick_next: lib/start's in queue order, or
+-- round robin between groups when the queue has them), take (lib/start), wake.
+
+-- promote_timed(now) -> promoted (jobs made ready: promoted, fired, groups reopened),
+--   refill, timed: only when the queue has timed work (a cheap check when not)
+local function promote_timed(now)
+  local timed = redis.call('EXISTS', J.delayed, J.retrying, J.sched_next) + timed_groups(J) > 0
+  if not timed then
+    return 0, {}, false
+  end
+  local promoted = promote(J, now, policy.promote_chunk)
+  local fired, refill = fire_schedules(J, now, policy.misfire_grace)
+  promoted = promoted + fired + reopen_due(J, now, policy.promote_chunk)
+  return promoted, refill, true
+end
 
 -- wake(limits, micros, now, picked, promoted, done, timed): the rate's slots
 --   spent; this worker idle if it drained the queue (it wants a wake-up); idle
@@ -92,26 +104,15 @@ local function wake(limits, micros, now, picked, promoted, done, timed)
     redis.call(picked.n < count and picked.more == 0 and 'SADD' or 'SREM', idle, worker)
   end
   local extra = promoted - picked.n
-  if limits then
-    if count == 0 and done > 0 and limits.max_active and has_ready(J.tasks, J.prio) then
-      extra = math.max(extra, 1)  -- room this call freed under max_active and does not take
-    end
+  if limits and count == 0 and done > 0 and limits.max_active
+    and has_ready(J.tasks, J.prio) then
+    extra = math.max(extra, 1)  -- room this call freed under max_active and does not take
   end
-  if J.group_freed and count == 0 then
-    extra = math.max(extra, 1)  -- a group's max_active freed by these finishes
-  end
-  if limits then
-    if extra > 0 then
-      extra = allowance(J, limits, micros, extra)  -- no herd (spend moved limits.tat)
-    end
+  extra = group_wake(J, count, extra)  -- a group's max_active freed; its reopening
+  if extra > 0 then
+    extra = allowance(J, limits, micros, extra)  -- no herd (spend moved limits.tat)
   end
   wake_idle(idle, wake_prefix, publish, extra)
-  if J.grouped then
-    local reopen = next_reopen(J)  -- a group closed by time opens again
-    if reopen and (not J.reopen or reopen < J.reopen) then
-      J.reopen = reopen
-    end
-  end
   if timed or J.reopen then
     arm_timer(J, now, nil, wake_prefix, publish, policy.timer_grace)
   end
@@ -138,29 +139,11 @@ end
 -- finishes nothing (an idle member's poll, a wake-up) has time to spare and
 -- purges a larger bounded batch, so an idle queue's backlog goes within a poll.
 purge(J, now, done > 0 and math.max(policy.purge_budget, 2 * done) or policy.idle_purge, policy)
-local timed_keys = redis.call('EXISTS', J.delayed, J.retrying, J.sched_next)
-if J.grouped then
-  group_keys(J)
-  timed_keys = timed_keys + redis.call('EXISTS', J.gtimed)
-end
-local timed = timed_keys > 0
-local promoted, fired, refill = 0, 0, {}
-if timed then
-  promoted = promote(J, now, policy.promote_chunk)
-  fired, refill = fire_schedules(J, now, policy.misfire_grace)
-  if J.grouped then
-    promoted = promoted + reopen_groups(J, now, policy.promote_chunk)
-  end
-end
+local promoted, refill, timed = promote_timed(now)
 local allowed  -- all asked for, unless limits say fewer (finishes freed their room)
 allowed, J.reopen = allowance(J, limits, micros, count)
-local picked
-if J.grouped then
-  picked = pick_fair(J, groups or {}, allowed, pid_prefix, now_text, micros, policy.skip_budget)
-else
-  picked = pick_jobs(J, allowed, pid_prefix, now_text, policy.skip_budget)
-end
+local picked = pick_next(J, groups, allowed, pid_prefix, now_text, micros, policy.skip_budget)
 local taken = start_jobs(J, picked, owned, seq, pid_prefix)
-wake(limits, micros, now, picked, promoted + fired, done, timed)
+wake(limits, micros, now, picked, promoted, done, timed)
 flush_counters(J)
 return {finished, taken, picked.more, refill, J.ops, now}

@@ -33,6 +33,7 @@ from .._jobs import STATES
 from .._keys import MeshKeys
 from .._settings import Settings
 from .flow_metrics import outbox_metrics
+from .group_metrics import group_metrics
 from .limit_metrics import limit_metrics
 from .schedules import STALL_AFTER, STALLED_HELP, read_schedules
 
@@ -293,6 +294,7 @@ class MeshCollector(Collector):
             _gauge("worqr_workers_alive", "Registered workers whose lease is alive", float(alive)),
             *outbox_metrics(self._executor, mesh, [q for q in shown if q in listed]),
             *limit_metrics(self.redis, mesh, [q for q in shown if q in listed]),
+            *group_metrics(self._executor, mesh, [q for q in shown if q in listed]),
         ]
 
     def _read_batch(

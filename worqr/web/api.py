@@ -32,12 +32,12 @@ from starlette.routing import Route
 
 from .._clients.async_client import AsyncWorqr
 from .._errors import WrongQueueKindError
-from .._jobs import STATES, validate_job_id
+from .._jobs import STATES, validate_group, validate_job_id
 from .._keys import validate_name
 from ..http.errors import ApiError, error_response, job_not_found
-from ..http.models import CURSOR_PATTERN
 from ..http.operations import reply
 from ..http.replies import PausedReply, PurgedReply, RedrivenReply
+from ..http.rules import CURSOR_PATTERN
 from ..http.views import queue_kind
 from . import reads
 from .recoveries import RecoveryLog
@@ -147,19 +147,30 @@ def _page(params: QueryParams) -> tuple[str, int, str | None]:
     state = params.get("state", "queued")
     if state not in STATES:
         raise ApiError(400, "bad_request", f"state must be one of {', '.join(STATES)}")
+    return (state, *_size_and_cursor(params))
+
+
+def _size_and_cursor(params: QueryParams) -> tuple[int, str | None]:
+    """The page size and the cursor (the API's rule) a page asks for."""
     limit = params.get("limit", str(DEFAULT_PAGE))
     if not limit.isdigit() or not 1 <= int(limit) <= MAX_PAGE:
         raise ApiError(400, "bad_request", f"limit must be 1 to {MAX_PAGE}")
     cursor = params.get("cursor") or None
     if cursor is not None and not re.fullmatch(CURSOR_PATTERN, cursor):
         raise ApiError(400, "bad_request", "cursor must be the previous page's")
-    return state, int(limit), cursor
+    return int(limit), cursor
 
 
 async def _jobs(request: Request) -> Response:
     name = await job_queue(request, request.query_params.get("queue"))
     state, limit, cursor = _page(request.query_params)
     return reply(await reads.jobs_page(client_of(request), name, state, limit=limit, cursor=cursor))
+
+
+async def _groups(request: Request) -> Response:
+    name = await job_queue(request, request.query_params.get("queue"))
+    limit, cursor = _size_and_cursor(request.query_params)
+    return reply(await reads.groups_page(client_of(request), name, limit=limit, cursor=cursor))
 
 
 async def _job(request: Request) -> Response:
@@ -205,12 +216,19 @@ async def _purge(request: Request) -> Response:
 
 
 def _pausing(paused: bool) -> Handler:
-    """The queue page's pause or resume button (a job queue's; `Worqr.pause`)."""
+    """The queue page's pause or resume buttons: a job queue's, or with
+    ``group`` one of its fair-share groups' (`Worqr.pause`)."""
 
     async def action(request: Request) -> Response:
-        name = await job_queue(request, (await _body(request)).get("queue"))
+        body = await _body(request)
+        name = await job_queue(request, body.get("queue"))
+        group = (
+            None if body.get("group") is None else _checked(validate_group, body["group"], "group")
+        )
         client = client_of(request)
-        await (client.pause if paused else client.resume)(name)
+        await (client.pause if paused else client.resume)(name, group=group)
+        if group is not None:
+            return reply(PausedReply(paused=paused, group=group))
         return reply(PausedReply(paused=paused))
 
     return action
@@ -246,6 +264,7 @@ def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]
         "overview": _overview(log),
         "queue": _queue,
         "jobs": _jobs,
+        "groups": _groups,
         "job": _job,
         "failed": _failed,
     }

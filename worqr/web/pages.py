@@ -40,6 +40,10 @@ spellcheck="false" size="32"></label> <button type="submit">use</button>
 Authorization: Bearer; empty forgets it</span>
 </form>"""
 
+GROUP_COLUMNS = ("group", "queued", "delayed", "active", "rate", "max active", "now", "")
+GROUPS_PAGE = 20
+"""Groups on a page of a queue's groups table (the next page is a button away)."""
+
 QUEUE_COLUMNS = (
     "queue",
     "kind",
@@ -133,6 +137,12 @@ async def queue_page(request: Request) -> Response:
 <p id="limits" hidden></p>
 <p id="pausing" hidden><button id="pause" type="button" class="act">pause</button>
 <span id="pause-result" class="muted"></span></p></section>
+<section id="groups-section" hidden><h2>Groups <span class="muted">(fair share: one job
+of each group in turn)</span></h2>
+{_table("groups", GROUP_COLUMNS, "loading...")}
+<p><button id="groups-first" type="button" hidden>first page</button>
+<button id="groups-next" type="button" hidden>next page</button>
+<span id="group-result" class="muted"></span></p></section>
 <section id="jobs-section" hidden><h2>Jobs <span id="state-name"></span></h2>
 <form id="search"><label>job id <input id="search-id" name="id" autocomplete="off"
 size="30"></label> <button type="submit">open</button> <span id="search-result"
@@ -149,7 +159,8 @@ all</button> <button id="bulk-retry" type="button" class="act" hidden>retry all<
 <button id="purge" type="button" class="act danger">purge all</button>
 <span id="failed-result" class="muted"></span></p>
 <div id="failed"></div></section>"""
-    return _frame("queue", queue, crumbs, body, {"queue": queue, "states": " ".join(STATES)})
+    data = {"queue": queue, "states": " ".join(STATES), "groups-page": str(GROUPS_PAGE)}
+    return _frame("queue", queue, crumbs, body, data)
 
 
 async def job_page(request: Request) -> Response:

@@ -23,6 +23,7 @@ from .._clients.async_client import AsyncWorqr
 from .._jobs import JobInfo
 from ..http.replies import (
     DeadLettersReply,
+    GroupPage,
     JobPage,
     JobReply,
     LimitsReply,
@@ -30,7 +31,7 @@ from ..http.replies import (
     Reply,
     WorkerRow,
 )
-from ..http.views import job_reply, limits_reply, queue_row, worker_rows
+from ..http.views import group_reply, job_reply, limits_reply, queue_row, worker_rows
 from .recoveries import Recovery, RecoveryLog
 
 PREVIEW_CHARS = 200
@@ -71,6 +72,14 @@ class QueueDetail(Reply):
 
     row: QueueRow
     limits: LimitsReply | None
+    now: Now
+
+
+class GroupsView(Reply):
+    """A page of a job queue's fair-share groups as the API gives it, and
+    Redis's clock (the page shows how long a closed group stays closed)."""
+
+    page: GroupPage
     now: Now
 
 
@@ -173,6 +182,18 @@ async def jobs_page(
     """One page of a job queue's jobs in ``state`` (delayed ones by due time)."""
     jobs, after = await client.get_jobs(queue, state, limit=limit, cursor=cursor)
     return JobPage(jobs=[record(job) for job in jobs], cursor=after)
+
+
+async def groups_page(
+    client: AsyncWorqr, queue: str, *, limit: int, cursor: str | None
+) -> GroupsView:
+    """One page of a job queue's groups (those with waiting or active jobs,
+    limits of their own or a pause), with the limits in force."""
+    (groups, after), now = await asyncio.gather(
+        client.get_groups(queue, limit=limit, cursor=cursor), client.server_time()
+    )
+    page = GroupPage(groups=[group_reply(info) for info in groups], cursor=after)
+    return GroupsView(page=page, now=now)
 
 
 def history(job: JobInfo) -> list[Step]:

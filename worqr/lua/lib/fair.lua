@@ -5,10 +5,13 @@
 -- once (one LPOP: it is at the left end just after the move), so a take never
 -- visits a limited, paused or empty group. Inside a group: priority, then submit
 -- order (lib/ready). G: the queue's group defaults {rate, per, max_active}.
+-- Also the other group steps of job_take's phases (timed_groups, reopen_due,
+-- group_wake), so that a queue without groups runs none of them.
 --!include jobs
 --!include counters
 --!include ready
 --!include limit
+--!include start
 --!include group
 
 -- group_closed(G, rec, micros) -> nil when the group may start a job now, else
@@ -81,45 +84,110 @@ local function pop_one(J, P, tasks, prio, pid_prefix, now_text)
   return false
 end
 
+-- drop_left_behind(J, P, g, rec, now): the entry of a group that left the ring
+--   lazily (lib/group's k: paused, shut), at the left end after the move, goes now
+--   (a skip, under the skip budget)
+local function drop_left_behind(J, P, g, rec, now)
+  redis.call('LPOP', J.ring)
+  rec.k = nil
+  save_group(J, g, rec, now)
+  P.skipped = P.skipped + 1
+  if P.skipped >= P.budget then
+    P.more = 1
+  end
+end
+
+-- turn(J, G, P, g, rec, pid_prefix, now_text, micros): group g's turn (it just
+--   moved to the back): one job of it starts, unless it is closed; it leaves the
+--   ring when it is empty, closed or full now
+local function turn(J, G, P, g, rec, pid_prefix, now_text, micros)
+  local why, reopen = nil, nil
+  if g ~= '' then
+    why, reopen = group_closed(G, rec, micros)
+  end
+  if not why then
+    local tasks, prio = group_ready_keys(J, g)
+    local started = pop_one(J, P, tasks, prio, pid_prefix, now_text)
+    if started and g ~= '' then
+      rec.q, rec.a = rec.q - 1, rec.a + 1
+      spend_group(G, rec, micros)
+      if rec.q == 0 then
+        why = 'i'
+        redis.call('DEL', tasks, prio)  -- tombstones only
+      else
+        why, reopen = group_closed(G, rec, micros)
+      end
+    elseif started == nil then
+      why = 'i'
+    end
+  end
+  if why then
+    leave_ring(J, g, rec, why, reopen)
+  end
+  if why or g ~= '' then
+    save_group(J, g, rec, math.floor(micros / 1000))
+  end
+end
+
 -- pick_fair(J, G, want, pid_prefix, now_text, micros, skip_budget) -> picked, as
 --   lib/start's pick_jobs
 local function pick_fair(J, G, want, pid_prefix, now_text, micros, skip_budget)
   local P = {n = 0, more = 0, hots = {}, spawned = {}, ids = {}, entries = {}, attempts = {},
     taken_now = {}, skipped = 0, budget = skip_budget}
-  local now = math.floor(micros / 1000)
   group_keys(J)
   while P.n < want and P.more == 0 do
     local g = redis.call('LMOVE', J.ring, J.ring, 'RIGHT', 'LEFT')
     if not g then break end
     local rec = load_group(J, g)
-    local why, reopen = nil, nil
-    if g ~= '' then
-      why, reopen = group_closed(G, rec, micros)
-    end
-    if not why then
-      local tasks, prio = group_ready_keys(J, g)
-      local started = pop_one(J, P, tasks, prio, pid_prefix, now_text)
-      if started and g ~= '' then
-        rec.q, rec.a = rec.q - 1, rec.a + 1
-        spend_group(G, rec, micros)
-        if rec.q == 0 then
-          why = 'i'
-          redis.call('DEL', tasks, prio)  -- tombstones only
-        else
-          why, reopen = group_closed(G, rec, micros)
-        end
-      elseif started == nil then
-        why = 'i'
-      end
-    end
-    if why then
-      leave_ring(J, g, rec, why, reopen)
-    end
-    if why or g ~= '' then
-      save_group(J, g, rec, now)
+    if rec.w == 'r' then
+      turn(J, G, P, g, rec, pid_prefix, now_text, micros)
+    else
+      drop_left_behind(J, P, g, rec, math.floor(micros / 1000))
     end
   end
   tally(J, 'q', -P.n)
   tally(J, 'a', P.n)
   return P
+end
+
+-- pick_next(J, G, want, pid_prefix, now_text, micros, skip_budget) -> picked: the
+--   pick phase: round robin between groups when the queue has them (J.grouped),
+--   else lib/start's pick_jobs in queue order
+local function pick_next(J, G, want, pid_prefix, now_text, micros, skip_budget)
+  if J.grouped then
+    return pick_fair(J, G or {}, want, pid_prefix, now_text, micros, skip_budget)
+  end
+  return pick_jobs(J, want, pid_prefix, now_text, skip_budget)
+end
+
+-- timed_groups(J) -> 1 when some group waits for a time (the promote phase runs),
+--   else 0; no command on a queue without groups
+local function timed_groups(J)
+  if not J.grouped then
+    return 0
+  end
+  group_keys(J)
+  return redis.call('EXISTS', J.gtimed)
+end
+
+-- reopen_due(J, now, chunk) -> how many due timed groups went back to the ring
+--   (0 on a queue without groups)
+local function reopen_due(J, now, chunk)
+  return J.grouped and reopen_groups(J, now, chunk) or 0
+end
+
+-- group_wake(J, count, extra) -> extra, one more when a finishing call (count 0)
+--   freed a group's max_active; J.reopen the earlier of its own and the first
+--   timed group's reopening (the timer waits for it)
+local function group_wake(J, count, extra)
+  if J.group_freed and count == 0 then
+    extra = math.max(extra, 1)
+  end
+  if J.grouped then
+    local reopen = next_reopen(J)
+    if reopen and (not J.reopen or reopen < J.reopen) then
+      J.reopen = reopen
+    end
+  end
+  return extra
 end

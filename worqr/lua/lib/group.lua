@@ -4,7 +4,8 @@
 --   {P:Q}:grp          hash    group -> its record (JSON, below); '' is the member
 --                              of ungrouped jobs while the queue has groups
 --   {P:Q}:grp:ring     list    the groups that may start a job now, each once;
---                              the right end is the front (as `tasks`)
+--                              the right end is the front (as `tasks`); also,
+--                              left behind, groups paused or shut since (k)
 --   {P:Q}:grp:timed    zset    groups closed by time (a rate, a RateLimited, or a
 --                              rate's next slot still binding) -> reopen ms
 --   {P:Q}:grp:r:<g>    list    group g's ready entries at priority 0 (as `tasks`)
@@ -16,8 +17,12 @@
 -- where: 'r' in the ring, 't' in timed (o: reopen ms), 'f' at its max_active,
 -- absent: idle (nothing ready, or paused); p paused; m max_active, n rate starts
 -- and s rate window ms (its own limits); tat the rate's next free slot (µs), sh
--- closed until ms (a RateLimited). A record with nothing in it (no jobs, limits,
--- pause, binding slot) is deleted at once; ready keys go when q reaches 0.
+-- closed until ms (a RateLimited); k: its entry is still in the ring though it
+-- left (a pause or a RateLimited take it out in O(1), not with an O(ring) LREM):
+-- the pick drops the entry when it comes to it, and a group that comes back first
+-- takes it up again, so no group is in the ring twice. A record with nothing in it
+-- (no jobs, limits, pause, binding slot) is deleted at once (with its entry, if
+-- left behind); ready keys go when q reaches 0.
 --!include ready
 
 -- group_keys(J): the group keys in J (once per call)
@@ -93,6 +98,9 @@ local function save_group(J, g, rec, now)
       if rec.w == 't' then
         redis.call('ZREM', J.gtimed, g)
       end
+      if rec.k then
+        redis.call('LREM', J.ring, 1, g)  -- rare: a group shut, then emptied
+      end
       redis.call('HDEL', J.grp, g)
       J.groups[g] = nil
       if redis.call('EXISTS', J.grp) == 0 then
@@ -107,16 +115,26 @@ end
 
 -- place_group(J, g, rec): into the ring (the back) when it has ready jobs and
 --   nothing holds it (the take's pick checks its limits), out when it has none
+--   (LREM, O(ring); a caller that empties many groups in one call sets
+--   J.ring_out, a list, and they are removed together: lib/sweep's leave_ring_all)
 local function place_group(J, g, rec)
   if rec.p or rec.w == 't' or rec.w == 'f' then
     return
   end
   if rec.q > 0 and rec.w ~= 'r' then
     rec.w = 'r'
-    redis.call('LPUSH', J.ring, g)
+    if rec.k then
+      rec.k = nil  -- its entry left behind is its place again
+    else
+      redis.call('LPUSH', J.ring, g)
+    end
   elseif rec.q == 0 and rec.w == 'r' then
     rec.w = nil
-    redis.call('LREM', J.ring, 1, g)
+    if J.ring_out then
+      J.ring_out[#J.ring_out + 1] = g
+    else
+      redis.call('LREM', J.ring, 1, g)
+    end
   end
 end
 
@@ -181,6 +199,14 @@ local function unready_group(J, record, entry)
   end
 end
 
+-- leave_ring_lazily(rec): the group is out of the ring, its entry left behind
+--   (k) for the pick to drop (a pause, a RateLimited: O(1))
+local function leave_ring_lazily(rec)
+  if rec.w == 'r' then
+    rec.w, rec.k = nil, 1
+  end
+end
+
 -- group_shut(J, record, due): a grouped job raised RateLimited: its group closed
 --   until `due` (ms), out of the ring, timed
 local function group_shut(J, record, due)
@@ -188,9 +214,7 @@ local function group_shut(J, record, due)
   if not rec.sh or rec.sh < due then
     rec.sh = due
   end
-  if rec.w == 'r' then
-    redis.call('LREM', J.ring, 1, record.G)
-  end
+  leave_ring_lazily(rec)
   rec.w, rec.o = 't', rec.sh
   redis.call('ZADD', J.gtimed, rec.o, record.G)
 end

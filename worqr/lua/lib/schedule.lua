@@ -81,6 +81,12 @@ local function owed_fires(spec, now, complete)
   return due, due[1], false
 end
 
+-- load_schedule(J, name) -> the schedule's spec, or nil when there is none
+local function load_schedule(J, name)
+  local raw = redis.call('HGET', J.sched, name)
+  return raw and cjson.decode(raw) or nil
+end
+
 -- save_schedule(J, name, spec, now): the spec and its place in sched_next (none
 --   while paused: no visit finds it due, no timer waits for it)
 local function save_schedule(J, name, spec, now)
@@ -99,12 +105,11 @@ end
 --   previous fire's job is live. `complete`: the buffer was just refilled up to
 --   now (job_sched_refill), so fire even when every buffered time is past.
 local function fire_schedule(J, name, now, grace, complete)
-  local raw = redis.call('HGET', J.sched, name)
-  if not raw then
+  local spec = load_schedule(J, name)
+  if not spec then
     redis.call('ZREM', J.sched_next, name)
     return 0, nil
   end
-  local spec = cjson.decode(raw)
   if spec.p then
     return 0, nil  -- paused after a refill was asked for (job_sched_refill)
   end

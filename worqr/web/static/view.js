@@ -4,8 +4,8 @@
 // names, job ids and errors are user data. Times are Redis's clock: ages are
 // computed against the "now" each answer carries, never the browser's clock.
 // The answers hold the HTTP API's own records (a queue's and a worker's "row",
-// a job's "job", a dead-letter "page", a queue's "limits"), with the view's
-// extras beside them.
+// a job's "job", a dead-letter "page", a queue's "limits", a page of groups),
+// with the view's extras beside them.
 (function () {
   const POLL_MS = 2000;
   const TOKEN_KEY = "worqr-token";
@@ -443,6 +443,60 @@
 
     document.getElementById("pause").addEventListener("click", pauseOrResume);
 
+    // The fair-share groups, a page at a time: the page shown is the one at
+    // groupCursor (null: the first); "next page" follows the cursor it gave.
+    let groupCursor = null;
+    let nextGroups = null;
+
+    function groupLimits(group) {
+      return [
+        group.rate ? group.rate.starts + " in " + group.rate.seconds + " s" : "–",
+        num(group.max_active),
+      ];
+    }
+
+    function groupNow(group, now) {
+      const held = [];
+      if (group.paused) held.push("paused");
+      if (group.closed_until !== null) held.push("held back for " + span(Math.max(0, group.closed_until - now)));
+      else if (group.limited) held.push("at its cap");
+      return el("td", { cls: held.length ? "bad" : "muted", text: held.join(", ") || "free" });
+    }
+
+    async function pauseGroup(group) {
+      const path = group.paused ? "/ui/api/resume" : "/ui/api/pause";
+      const answer = await post(path, { queue: queue, group: group.name });
+      const said = answer.ok ? "group " + group.name + (answer.paused ? " paused" : " resumed") : answer.message;
+      document.getElementById("group-result").textContent = said;
+      refresh();
+    }
+
+    function groupRow(group, now) {
+      const button = actionButton(group.paused ? "resume" : "pause", "group-pause", () => pauseGroup(group));
+      return [group.name, num(group.queued), num(group.delayed), num(group.active), ...groupLimits(group), groupNow(group, now), el("td", {}, button)];
+    }
+
+    async function groups() {
+      const params = { queue: queue, limit: body.dataset.groupsPage };
+      if (groupCursor !== null) params.cursor = groupCursor;
+      const data = await getJson("/ui/api/groups", params);
+      const page = data.page;
+      document.getElementById("groups-section").hidden = page.groups.length === 0 && groupCursor === null;
+      fill("groups", page.groups.map((group) => groupRow(group, data.now)), "no groups on this page");
+      nextGroups = page.cursor;
+      document.getElementById("groups-next").hidden = page.cursor === null;
+      document.getElementById("groups-first").hidden = groupCursor === null;
+    }
+
+    document.getElementById("groups-next").addEventListener("click", () => {
+      groupCursor = nextGroups;
+      refresh();
+    });
+    document.getElementById("groups-first").addEventListener("click", () => {
+      groupCursor = null;
+      refresh();
+    });
+
     // Buttons over every job of the state shown: which fit it, and what they did.
     const BULK = { cancel: "cancelled", retry: "retried", promote: "promoted", purge: "purged" };
     function bulkButtons(count) {
@@ -497,6 +551,9 @@
         fill("jobs", page.jobs.map((job) => jobRow(job, data.now)), "no " + state + " jobs");
         bulkButtons(countsOf(data.row)[state] || 0);
         document.getElementById("more").hidden = page.cursor === null || limit >= 500;
+        await groups();
+      } else {
+        document.getElementById("groups-section").hidden = true;
       }
       deadLetters(await getJson("/ui/api/failed", { queue: queue }));
     });
