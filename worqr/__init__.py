@@ -9,6 +9,7 @@ from ._clients.async_client import AsyncWorqr
 from ._clients.sync_client import Worqr
 from ._core.groups import GroupInfo
 from ._core.limits import QueueLimits
+from ._dedup import Dedup
 from ._errors import (
     AmbiguousResultError,
     JobCancelledError,
@@ -43,6 +44,7 @@ __all__ = [
     "AsyncWorqr",
     "Backoff",
     "ChildOutcome",
+    "Dedup",
     "Fail",
     "FlowInfo",
     "FlowJob",

@@ -77,15 +77,20 @@ def validate_job_id(id: object) -> str:
     return id
 
 
-def validate_group(group: object) -> str:
-    """A job's fair-share group: the job-id rules (a `str` of 1 to 256
-    characters, no control characters), named as a group."""
+def validate_like_id(what: str, value: object) -> str:
+    """A name that follows the job-id rules (a `str` of 1 to 256 characters, no
+    control characters), its errors naming it ``what``."""
     try:
-        return validate_job_id(group)
+        return validate_job_id(value)
     except TypeError:
-        raise TypeError(f"group must be str, not {type(group).__name__}") from None
+        raise TypeError(f"{what} must be str, not {type(value).__name__}") from None
     except ValueError as error:
-        raise ValueError(str(error).replace("job id", "group", 1)) from None
+        raise ValueError(str(error).replace("job id", what, 1)) from None
+
+
+def validate_group(group: object) -> str:
+    """A job's fair-share group: the job-id rules."""
+    return validate_like_id("group", group)
 
 
 @dataclass(frozen=True, slots=True)

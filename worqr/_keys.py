@@ -167,8 +167,20 @@ class QueueKeys:
 
     @property
     def job_unique(self) -> str:
-        """Hash: unique marker (a payload digest) -> `id#life` of the live job holding it."""
+        """Hash: unique marker (a payload digest) -> `id#life` of the live job
+        holding it; dedup markers, ``<mode>:<key>`` -> `id#life` (a throttle's:
+        ``id#life|<until ms>``, lua/lib/dedup.lua)."""
         return f"{self.tag}:job:unique"
+
+    @property
+    def job_throttle(self) -> str:
+        """Zset: throttle dedup keys -> when their marker expires (server ms)."""
+        return f"{self.tag}:job:throttle"
+
+    @property
+    def dedup_keys(self) -> tuple[str, ...]:
+        """The keys job_submit takes for dedup keys (``lua/lib/dedup.lua``)."""
+        return (self.job_waiting, self.job_throttle)
 
     @property
     def job_counts(self) -> str:

@@ -71,6 +71,20 @@ def test_a_live_id_is_a_duplicate(redis_url: str, prefix: str, wq: worqr.Worqr) 
     assert wq.get_job("q", "order-7").payload == "first"  # type: ignore[union-attr]
 
 
+def test_a_dedup_key_answers_with_its_job(redis_url: str, prefix: str, wq: worqr.Worqr) -> None:
+    options = ["--dedup", "doc-7", "--dedup-mode", "debounce", "--delay", "60"]
+    first = submit(redis_url, prefix, "q", "v1", *options)
+    again = run_cli("submit", "q", "v2", *options, "--url", redis_url, "--prefix", prefix)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == f"{first}\n"
+    assert again.stderr == (
+        f"worqr submit: {first} is the job of dedup key 'doc-7'; no job was created\n"
+    )
+    assert wq.get_job("q", first).payload == "v2"  # type: ignore[union-attr]  # debounced
+    throttled = submit(redis_url, prefix, "q", "t", "--dedup", "d", "--dedup-ttl", "60")
+    assert wq.submit("q", "t2", dedup=worqr.Dedup("d", ttl=60)).id == throttled
+
+
 def test_stdin_is_one_job_byte_for_byte(redis_url: str, prefix: str, wq: worqr.Worqr) -> None:
     binary = bytes(range(256)) * 3 + b"\r\n\n"
     id = submit(redis_url, prefix, "files", input=binary)
@@ -259,6 +273,14 @@ def test_ctrl_c_during_a_wait_names_the_job_it_leaves(
         (["x", "--id", ""], "job id must be 1 to 256 characters"),
         (["x", "--id", "a\tb"], "contains a control character"),
         (["x", "--id", "i" * 257], "job id must be 1 to 256 characters"),
+        (["x", "--dedup", ""], "dedup key must be 1 to 256 characters"),
+        (["x", "--dedup", "k"], "dedup mode 'throttle' needs a --dedup-ttl"),
+        (["x", "--dedup-ttl", "5"], "--dedup-ttl and --dedup-mode need --dedup KEY"),
+        (["x", "--dedup", "k", "--dedup-ttl", "0"], "argument --dedup-ttl: must be a positive"),
+        (["x", "--dedup", "k", "--dedup-mode", "latest"], "argument --dedup-mode: invalid choice"),
+        (["x", "--dedup", "k", "--dedup-mode", "debounce", "--dedup-ttl", "5"], "takes no ttl"),
+        (["x", "--dedup", "k", "--dedup-ttl", "5", "--unique"], "give dedup or unique=True"),
+        (["x", "--dedup", "k", "--dedup-ttl", "5", "--id", "a"], "dedup takes no id"),
     ],
 )
 def test_usage_errors_write_nothing(

@@ -43,6 +43,7 @@ RANKS = {
     "_process": 0,
     "_hooks": 0,
     "_jobs": 0,
+    "_dedup": 0,
     "_schedules": 0,
     "_flows": 0,
     "_version": 0,

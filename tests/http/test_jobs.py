@@ -99,6 +99,22 @@ def test_submit_options_reach_the_job(api: ApiRunner) -> None:
     api(scenario)
 
 
+def test_a_dedup_key_answers_with_its_job(api: ApiRunner) -> None:
+    async def scenario(api: Api) -> None:
+        body = {"payload": "v1", "delay": 60, "dedup": {"key": "doc-7", "mode": "debounce"}}
+        first = await api.http.post("/v1/queues/q/jobs", json=body)
+        again = await api.http.post("/v1/queues/q/jobs", json={**body, "payload": "v2"})
+        assert first.status_code == 201 and again.status_code == 200, again.text
+        assert again.json() == {"id": first.json()["id"], "duplicate": True}
+        job = await api.client.get_job("q", first.json()["id"])
+        assert job is not None and (job.state, job.payload) == ("delayed", "v2")
+        throttled = {"payload": "t", "dedup": {"key": "digest", "ttl": 60}}
+        answers = [await api.http.post("/v1/queues/q/jobs", json=throttled) for _ in range(2)]
+        assert [answer.status_code for answer in answers] == [201, 200]
+
+    api(scenario)
+
+
 BAD_SUBMITS: list[tuple[str, Any, str]] = [
     ("q", {"payload": "x", "colour": "red"}, "unknown_field"),
     ("q", {"payload": "x", "backoff": {"base": 1, "curve": 2}}, "unknown_field"),
@@ -129,6 +145,16 @@ BAD_SUBMITS: list[tuple[str, Any, str]] = [
     ("q", {"payload": "x", "id": 12}, "invalid_option"),
     ("q", {"payload": "x", "id": "x" * 257}, "invalid_option"),
     ("q", {"payload": "x", "id": "a\nb"}, "invalid_option"),
+    ("q", {"payload": "x", "dedup": {"key": "k"}}, "invalid_dedup"),  # throttle: needs a ttl
+    ("q", {"payload": "x", "dedup": {"key": "k", "ttl": 1, "mode": "debounce"}}, "invalid_dedup"),
+    ("q", {"payload": "x", "dedup": {"key": "k", "mode": "latest"}}, "invalid_dedup"),
+    ("q", {"payload": "x", "dedup": {"key": "", "mode": "debounce"}}, "invalid_dedup"),
+    ("q", {"payload": "x", "dedup": {"key": "k", "ttl": -1}}, "invalid_dedup"),
+    ("q", {"payload": "x", "dedup": {"key": "k", "ttl": None}}, "invalid_dedup"),
+    ("q", {"payload": "x", "dedup": "k"}, "invalid_dedup"),
+    ("q", {"payload": "x", "id": "a", "dedup": {"key": "k", "ttl": 1}}, "invalid_dedup"),
+    ("q", {"payload": "x", "unique": True, "dedup": {"key": "k", "ttl": 1}}, "invalid_dedup"),
+    ("q", {"payload": "x", "dedup": {"key": "k", "ttl": 1, "colour": 1}}, "unknown_field"),
     ("a{b}", {"payload": "x"}, "invalid_queue_name"),
     ("q", b'{"payload": "x"', "invalid_json"),
     ("q", b'["payload"]', "invalid_json"),

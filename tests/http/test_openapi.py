@@ -19,8 +19,8 @@ from worqr import validate_name
 from worqr._jobs import validate_job_id
 from worqr._keys import MeshKeys
 from worqr.http.app import OPERATIONS
-from worqr.http.models import JOB_ID_PATTERN, NAME_PATTERN
 from worqr.http.openapi import LINKED, document
+from worqr.http.rules import JOB_ID_PATTERN, NAME_PATTERN
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 

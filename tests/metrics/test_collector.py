@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from tests.support.metrics import Snapshot, scrape, value
 from tests.support.timing import quiet
 from tests.support.waiting import wait_until
-from worqr import Worqr
+from worqr import Dedup, Worqr
 from worqr._jobs import STATES, JobProcess
 from worqr._keys import MeshKeys
 from worqr.embedded import EmbeddedRedis, free_port
@@ -85,6 +85,25 @@ def exported_jobs(snapshot: Snapshot, queue: str) -> dict[str, float | None]:
 
 
 @pytest.mark.slow
+def test_collector_counts_deduplicated_submits_by_mode(
+    redis_url: str, prefix: str, collector: MeshCollector
+) -> None:
+    with Worqr(redis_url, settings=quiet(prefix)) as producer:
+        producer.submit("j", "first", id="plain")
+        producer.submit("j", "again", id="plain")  # a live id: deduplicated, no mode
+        for mode, ttl, times in (
+            ("throttle", 60.0, 3),
+            ("debounce", None, 2),
+            ("keep_last", None, 1),
+        ):
+            for i in range(times + 1):  # the first creates the key's job
+                producer.submit("j", str(i), dedup=Dedup(mode, ttl=ttl, mode=mode))  # type: ignore[arg-type]
+        snapshot = scrape(collector)
+        for mode, times in (("throttle", 3), ("debounce", 2), ("keep_last", 1)):
+            assert value(snapshot, "worqr_jobs_deduplicated_total", queue="j", mode=mode) == times
+        assert value(snapshot, "worqr_queue_events_total", queue="j", event="deduplicated") == 7
+
+
 def test_collector_reports_exact_job_counts_overdue_jobs_and_job_events(
     redis_url: str, prefix: str, redis_client: redis.Redis, collector: MeshCollector
 ) -> None:

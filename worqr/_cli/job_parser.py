@@ -8,7 +8,8 @@ import math
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from .._jobs import STATES, validate_job_id
+from .._dedup import MODE_CODES
+from .._jobs import STATES, validate_job_id, validate_like_id
 from .base import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -26,11 +27,19 @@ if TYPE_CHECKING:
     from .parser import Subcommands
 
 MAX_PRIORITY = 1_000_000  # as the client's submit
+DEDUP_MODES = tuple(MODE_CODES)
 
 
 def job_id(value: str) -> str:
     try:
         return validate_job_id(value)
+    except (TypeError, ValueError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def dedup_key(value: str) -> str:
+    try:
+        return validate_like_id("dedup key", value)
     except (TypeError, ValueError) as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -75,6 +84,31 @@ def job_state(value: str) -> str:
     if value not in STATES:
         raise argparse.ArgumentTypeError(f"unknown state {value!r}: one of {', '.join(STATES)}")
     return value
+
+
+def add_dedup_options(parser: argparse.ArgumentParser) -> None:
+    """`worqr submit`'s dedup key (`worqr.Dedup`): not with --id or --unique."""
+    parser.add_argument(
+        "--dedup",
+        type=dedup_key,
+        metavar="KEY",
+        help="a dedup key: a duplicate returns the key's job (see --dedup-mode); "
+        "not with --id or --unique",
+    )
+    parser.add_argument(
+        "--dedup-ttl",
+        type=positive_float,
+        metavar="SECONDS",
+        help="with --dedup-mode throttle (the default): how long the key's first job "
+        "answers every submit with the key",
+    )
+    parser.add_argument(
+        "--dedup-mode",
+        choices=DEDUP_MODES,
+        metavar="MODE",
+        help="throttle (needs --dedup-ttl), debounce (a waiting job takes the new payload), "
+        "keep_last (as debounce, and one follow-up while it runs)",
+    )
 
 
 def add_job_commands(commands: Subcommands) -> None:
@@ -128,6 +162,7 @@ def add_job_commands(commands: Subcommands) -> None:
         metavar="SECONDS",
         help="how long each attempt may run (default: the handler's, else no limit)",
     )
+    add_dedup_options(parser)
     parser.add_argument(
         "--wait",
         action="store_true",

@@ -8,6 +8,7 @@ import json
 import sys
 
 from .._clients.sync_client import Worqr
+from .._dedup import Dedup
 from .._errors import JobCancelledError, JobFailedError, WrongQueueKindError
 from .._jobs import STATES, JobInfo, JobRef
 from . import bulk
@@ -34,9 +35,22 @@ def _payload(args: argparse.Namespace) -> str | bytes:
     return argv_value(args.payload)
 
 
+def _dedup(args: argparse.Namespace) -> Dedup | None:
+    """--dedup with its ttl and mode, checked (before stdin is read)."""
+    if args.dedup is None:
+        if args.dedup_ttl is not None or args.dedup_mode is not None:
+            raise CliError("--dedup-ttl and --dedup-mode need --dedup KEY", EXIT_USAGE)
+        return None
+    try:
+        return Dedup(args.dedup, ttl=args.dedup_ttl, mode=args.dedup_mode or "throttle")
+    except (ValueError, TypeError) as error:
+        raise CliError(str(error).replace("ttl (seconds)", "--dedup-ttl"), EXIT_USAGE) from None
+
+
 def submit(args: argparse.Namespace) -> int:
     if args.wait_timeout is not None and not args.wait:
         raise CliError("--wait-timeout needs --wait", EXIT_USAGE)  # before reading stdin
+    dedup = _dedup(args)
     payload = _payload(args)
     with admin_client(args) as client:
         try:
@@ -51,6 +65,7 @@ def submit(args: argparse.Namespace) -> int:
                 group=args.group,
                 retries=args.retries,
                 timeout=args.timeout,
+                dedup=dedup,
             )
         except WrongQueueKindError:
             raise
@@ -72,6 +87,8 @@ def submit(args: argparse.Namespace) -> int:
 
 
 def _duplicate(ref: JobRef, args: argparse.Namespace) -> str:
+    if args.dedup is not None:
+        return f"{ref.id} is the job of dedup key {args.dedup!r}; no job was created"
     what = "id" if ref.id == args.id else "payload"
     return f"{ref.id} is a duplicate: a live job already has this {what}; nothing was created"
 

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from .._core.calls import Plan
 from .._core.jobs_work import JobFinish
 from .._core.limits import UNSET, Keep
+from .._dedup import Dedup
 from .._flows import FlowInfo, FlowJob, FlowRef, Step
 from .._jobs import Backoff, JobInfo, JobProcess, JobRef
 from .._schedules import ScheduleArgs, ScheduleInfo
@@ -45,6 +46,7 @@ class SyncJobApi(Shell):
         timeout: float | None = None,
         result_ttl: float | None = None,
         group: str | None = None,
+        dedup: Dedup | None = None,
     ) -> JobRef:
         """Create a job on ``queue`` (which becomes a job queue) and return its
         `JobRef`. ``id`` names it (default: a new time-sortable id); submitting an
@@ -55,8 +57,11 @@ class SyncJobApi(Shell):
         ``backoff``, ``timeout``, ``result_ttl``: override the handler's and
         `JobSettings`' defaults for this job. ``group``: its fair-share group
         (the job-id rules): the take goes round robin between groups, one job of
-        each per turn, each under its own limits (`configure_group`). Bad options
-        raise `ValueError` or `TypeError` before anything is written."""
+        each per turn, each under its own limits (`configure_group`). ``dedup``:
+        a `worqr.Dedup` key and mode (throttle, debounce, keep_last; not with
+        ``id`` or ``unique``): a duplicate returns the key's job with
+        ``duplicate=True``. Bad options raise `ValueError` or `TypeError` before
+        anything is written."""
         refs = self._drive(
             self._core.submission.submit_many(
                 queue,
@@ -71,6 +76,7 @@ class SyncJobApi(Shell):
                 timeout=timeout,
                 result_ttl=result_ttl,
                 group=group,
+                dedup=dedup,
             )
         )
         return refs[0]

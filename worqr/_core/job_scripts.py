@@ -43,6 +43,7 @@ def job_submit(
             keys.idle,
             keys.config,
             keys.stats,
+            *keys.dedup_keys,
         ),
         (keys.wake_prefix, publish, policy, *(field for job in jobs for field in job)),
         resendable,
@@ -168,8 +169,8 @@ def job_requeue_owned(
 def job_cancel(keys: QueueKeys, id: str, nonce: str, *, publish: str, policy: str) -> Call:
     return Call(
         "job_cancel",
-        (*keys.job_keys, keys.processes, keys.stats, *keys.flow_keys),
-        (id, nonce, keys.events, publish, keys.notify, policy),
+        (*keys.job_keys, keys.processes, keys.stats, *keys.flow_keys, keys.members, keys.idle),
+        (id, nonce, keys.events, publish, keys.notify, policy, keys.wake_prefix),
     )
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .._checks import MAX_EPOCH_SECONDS, count, flag, optional_count, optional_seconds
+from .._dedup import Dedup
 from .._errors import AmbiguousResultError, WorqrError, WrongQueueKindError
 from .._jobs import (
     JobRef,
@@ -74,6 +75,20 @@ def job_options(
     return options
 
 
+def dedup_options(dedup: object, ids: list[str | None], *, unique: bool) -> dict[str, Any]:
+    """A single submit's dedup key as the record's short keys (none for None):
+    refused with ``unique`` or an explicit id, which decide duplicates their own way."""
+    if dedup is None:
+        return {}
+    if not isinstance(dedup, Dedup):
+        raise TypeError(f"dedup must be a worqr.Dedup, not {type(dedup).__name__}")
+    if unique:
+        raise ValueError("give dedup or unique=True, not both")
+    if len(ids) != 1 or ids[0] is not None:
+        raise ValueError("dedup takes no id: the key names the job (give one or the other)")
+    return dedup.as_options()
+
+
 def shortest_retention(jobs: JobSettings, own_ttl_ms: int | None) -> float:
     """Seconds a job is surely kept after it ends, however it ends: its result
     TTL (``own_ttl_ms``, else the default), failure_ttl, cancelled_ttl, and
@@ -136,10 +151,12 @@ class JobSubmission:
         *,
         ids: Iterable[str | None] | None = None,
         unique: bool = False,
+        dedup: Dedup | None = None,
         **options: Any,
     ) -> Plan[list[JobRef]]:
         """Create jobs in calls of at most `JobSettings.submit_chunk`; each call is
-        atomic and resend-safe, the calls are not atomic together."""
+        atomic and resend-safe, the calls are not atomic together. ``dedup``: one
+        job (`submit`) without an id."""
         state = self.state
         keys = state.queue_keys(queue)
         if isinstance(payloads, str | bytes):
@@ -149,6 +166,7 @@ class JobSubmission:
         if len(wanted) != len(data):
             raise ValueError("give one id (or None) per payload")
         recorded = job_options(unique=unique, **options)
+        recorded.update(dedup_options(dedup, wanted, unique=unique))
         items = _items(data, wanted, recorded, unique=unique)
         if not items:
             return []

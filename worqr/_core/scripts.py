@@ -77,6 +77,7 @@ def delete_queue(
             keys.job_waiting,
             keys.job_applied,
             *keys.sched_keys,
+            keys.job_throttle,
             *(keys.owned(member) for member in members),
         ),
         (keys.events, keys.notify, publish, applied_ttl_ms, "1" if if_idle else "0"),

@@ -17,8 +17,9 @@ from starlette.requests import Request
 from .._jobs import validate_group, validate_job_id
 from .._keys import validate_name
 from .errors import bad_request
-from .models import FIELD_CODES, GROUP_NAME, JOB_ID, QUEUE_NAME
+from .models import FIELD_CODES
 from .paths import path_name
+from .rules import GROUP_NAME, JOB_ID, QUEUE_NAME
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -2,7 +2,7 @@
 the checks every request passes and the OpenAPI document (`openapi`).
 
 Every bound comes from the library's own constants (`worqr._checks`, the name
-and id rules, page sizes, rate bounds), so a request these models accept is
+and id rules of `rules`, page sizes, rate bounds), so a request these models accept is
 one the library accepts, and the document states exactly what is enforced.
 Request models are strict (a number is a JSON number, never a string) and
 refuse unknown fields; a field not given takes its default, and ``null`` is
@@ -19,105 +19,38 @@ from __future__ import annotations
 import base64
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from .._checks import MAX_COUNT, MAX_EPOCH_SECONDS, MAX_SECONDS
 from .._core.jobs_read import MAX_PAGE
 from .._core.jobs_submit import MAX_PRIORITY
 from .._core.limits import MAX_RATE_SECONDS, MIN_RATE_SECONDS, UNSET
-from .._jobs import MAX_BACKOFF_FACTOR, MAX_ID_CHARS, STATES, Backoff
-from .._keys import MAX_NAME_CHARS
+from .._dedup import Dedup
+from .._jobs import MAX_BACKOFF_FACTOR, STATES, Backoff
 from .._schedules import MAX_SCHEDULE_NAME
 from .config import MAX_WAIT_SECONDS
+from .rules import (
+    CURSOR_PATTERN,
+    SCHEDULE_NAME_PATTERN,
+    WHOLE,
+    Base64,
+    GroupName,
+    JobId,
+    PositiveSeconds,
+    Seconds,
+    seconds,
+)
+from .rules import STRICT as _STRICT
 
-# -- the rules of names and values, as JSON Schema keywords ---------------------
-
-NAME_PATTERN = r"^[^{}\u0000-\u001f\u007f-\u009f]+$"
-"""`worqr.validate_name`: no braces (they would change the hash tag) and no
-control character (Unicode's Cc). Its third rule, no lone surrogate (Cs),
-needs no pattern: a URL's UTF-8 cannot carry one, and the body's JSON parser
-refuses one (a pattern naming surrogates is one many regex engines, Rust's
-and so fuzzers', cannot compile)."""
-
-JOB_ID_PATTERN = r"^[^\u0000-\u001f\u007f]+$"
-"""`validate_job_id`: no ASCII control character (and no lone surrogate, as
-for names)."""
-
-SCHEDULE_NAME_PATTERN = JOB_ID_PATTERN
-"""`validate_schedule_name`: no ASCII control character, as for job ids."""
-
-BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
-"""Standard base64 with its padding, as ``base64.b64decode(validate=True)`` takes it."""
-
-CURSOR_PATTERN = r"^[0-9]{1,19}$"
-"""`get_jobs`'s cursor: decimal digits, below 2**64 (any such cursor is valid
-for every state; one past the end gives an empty last page)."""
-
-_STRICT = ConfigDict(extra="forbid", strict=True)
-
-QueueName = Annotated[
-    str,
-    Field(
-        min_length=1, max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN, examples=["emails", "a/b"]
-    ),
-]
-JobId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=MAX_ID_CHARS,
-        pattern=JOB_ID_PATTERN,
-        examples=["welcome-alice", "01M8S9044W9553V015YAA969M0"],
-    ),
-]
-GroupName = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=MAX_ID_CHARS,
-        pattern=JOB_ID_PATTERN,
-        description="a fair-share group (the job-id rules)",
-        examples=["acme", "tenant-42"],
-    ),
-]
-Base64 = Annotated[
-    str,
-    Field(
-        pattern=BASE64_PATTERN,
-        json_schema_extra={"format": "byte", "contentEncoding": "base64"},
-    ),
-]
-
-
-def _whole_number(value: Any) -> Any:
-    """A float with no fraction as an int: JSON Schema's ``integer`` is a
-    number with no fraction, so ``1.0`` is one (a string or a bool is not)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-WHOLE = BeforeValidator(_whole_number)
-"""After an int field's bounds (``Annotated[int, Field(...), WHOLE]``): before
-them, pydantic would not write the bounds into the schema."""
-
-
-def seconds(*, above: bool = False, high: float = MAX_SECONDS) -> Any:
-    """A field of seconds: a finite JSON number in the library's bounds."""
-    if above:
-        return Field(gt=0, le=high, allow_inf_nan=False)
-    return Field(ge=0, le=high, allow_inf_nan=False)
-
-
-Seconds = Annotated[float, seconds()]
-PositiveSeconds = Annotated[float, seconds(above=True)]
-
-QUEUE_NAME: TypeAdapter[str] = TypeAdapter(QueueName, config=_STRICT)
-JOB_ID: TypeAdapter[str] = TypeAdapter(JobId, config=_STRICT)
-GROUP_NAME: TypeAdapter[str] = TypeAdapter(GroupName, config=_STRICT)
-
-FIELD_CODES = {"group": "invalid_group"}
+FIELD_CODES = {"group": "invalid_group", "dedup": "invalid_dedup"}
 """The error code of a body whose only bad field is one of these (else
 ``invalid_option``)."""
 
@@ -167,6 +100,42 @@ class BackoffBody(NoNulls):
     jitter: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.5
 
 
+class DedupBody(NoNulls):
+    """A dedup key and its mode (`worqr.Dedup`): ``ttl`` seconds with
+    ``throttle`` (the default mode) and only there."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["ttl"], "properties": {"mode": {"const": "throttle"}}},
+                {
+                    "required": ["mode"],
+                    "properties": {"mode": {"enum": ["debounce", "keep_last"]}},
+                    "not": {"required": ["ttl"]},
+                },
+            ],
+            "examples": [{"key": "reindex-42", "mode": "debounce"}, {"key": "digest", "ttl": 60}],
+        }
+    )
+
+    key: JobId
+    ttl: PositiveSeconds | SkipJsonSchema[None] = Field(
+        None, description="seconds a throttle lasts from the submit that created its job"
+    )
+    mode: Literal["throttle", "debounce", "keep_last"] = "throttle"
+
+    @model_validator(mode="after")
+    def _ttl_with_throttle(self) -> DedupBody:
+        if self.mode == "throttle" and self.ttl is None:
+            raise ValueError("dedup mode 'throttle' needs a ttl (seconds)")
+        if self.mode != "throttle" and self.ttl is not None:
+            raise ValueError(f"dedup mode {self.mode!r} takes no ttl (throttle only)")
+        return self
+
+    def value(self) -> Dedup:
+        return Dedup(self.key, ttl=self.ttl, mode=self.mode)
+
+
 class SubmitBody(NoNulls):
     """A job: ``payload`` (text) or ``payload_b64`` (bytes), and its options."""
 
@@ -175,11 +144,19 @@ class SubmitBody(NoNulls):
             "allOf": [
                 exactly_one("payload", "payload_b64"),
                 {"not": {"required": ["delay", "at"]}},
+                {"not": {"required": ["dedup", "id"]}},
+                {
+                    "not": {
+                        "required": ["dedup", "unique"],
+                        "properties": {"unique": {"const": True}},
+                    }
+                },
             ],
             "examples": [
                 {"payload": "alice@example.com", "id": "welcome-alice"},
                 {"payload": "bob@example.com", "delay": 3600, "retries": 2, "result_ttl": 60},
                 {"payload_b64": "AAEC/w==", "priority": 5, "backoff": {"base": 1, "max": 60}},
+                {"payload": "index 42", "delay": 5, "dedup": {"key": "42", "mode": "debounce"}},
             ],
         }
     )
@@ -202,6 +179,18 @@ class SubmitBody(NoNulls):
     )
     timeout: PositiveSeconds | SkipJsonSchema[None] = None
     result_ttl: Seconds | SkipJsonSchema[None] = None
+    dedup: DedupBody | SkipJsonSchema[None] = Field(
+        None, description="a dedup key: not with id or unique (docs/jobs.md#deduplication)"
+    )
+
+    @field_validator("dedup")
+    @classmethod
+    def _dedup_alone(cls, dedup: DedupBody | None, info: ValidationInfo) -> DedupBody | None:
+        if dedup is not None and info.data.get("id") is not None:
+            raise ValueError("dedup takes no id: the key names the job (give one or the other)")
+        if dedup is not None and info.data.get("unique"):
+            raise ValueError("give dedup or unique, not both")
+        return dedup
 
     @model_validator(mode="after")
     def _one_payload_one_due(self) -> SubmitBody:
@@ -232,6 +221,8 @@ class SubmitBody(NoNulls):
             options["backoff"] = Backoff(**self.backoff.model_dump())
         elif self.backoff is not None:
             options["backoff"] = self.backoff
+        if self.dedup is not None:
+            options["dedup"] = self.dedup.value()
         return options
 
 

@@ -17,9 +17,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .._version import __version__
-from .models import GROUP_NAME, JOB_ID, QUEUE_NAME
 from .operations import Answer, Operation
 from .replies import ErrorReply
+from .rules import GROUP_NAME, JOB_ID, QUEUE_NAME
 
 Schema = dict[str, Any]
 
@@ -27,7 +27,7 @@ REF = "#/components/schemas/{model}"
 
 ERROR_CODES = {
     400: "bad request: invalid_json, unknown_field, invalid_option, invalid_queue_name, "
-    "invalid_job_id, invalid_group, invalid_parameter",
+    "invalid_job_id, invalid_group, invalid_dedup, invalid_parameter",
     401: "unauthorized: the bearer token is missing or wrong",
     403: "untrusted_host, or cross_origin: a mutation from another site's page",
     404: "job_not_found, schedule_not_found; not_found: no such path (an empty name)",

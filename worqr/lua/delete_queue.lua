@@ -22,7 +22,8 @@
 -- KEYS[28] job_sched     hash    schedule name -> spec
 -- KEYS[29] job_sched_next zset   schedule names by next fire ms
 -- KEYS[30] job_sched_data hash   schedule name -> payload of its jobs
--- KEYS[31..n] owned      zset    each member's process ids on this queue
+-- KEYS[31] job_throttle  zset    throttle dedup keys -> expiry ms (lib/dedup)
+-- KEYS[32..n] owned      zset    each member's process ids on this queue
 -- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}):
 --   each group's ready keys, named by the `grp` hash, go with it.
 -- ARGV[1] events            broadcast channel of the queue
@@ -53,7 +54,8 @@ local job_applied = KEYS[27]
 local job_sched = KEYS[28]
 local job_sched_next = KEYS[29]
 local job_sched_data = KEYS[30]
-local first_owned = 31  -- KEYS[31..n] owned, one per member
+local job_throttle = KEYS[31]
+local first_owned = 32  -- KEYS[32..n] owned, one per member
 local events = ARGV[1]
 local notify = ARGV[2]
 local publish = publish_command(ARGV[3])
@@ -73,7 +75,7 @@ local deleted = redis.call('UNLINK', J.tasks, J.prio, J.seq, J.jobs, J.data, J.r
   J.progress, J.delayed, J.retrying, J.finished, J.failed, J.cancelled, J.unique, J.counts,
   J.timer)
 deleted = deleted + redis.call('UNLINK', processes, members, idle, recoveries, failed, config,
-  stats, seq, job_flow, job_waiting, job_sched, job_sched_next, job_sched_data)
+  stats, seq, job_flow, job_waiting, job_sched, job_sched_next, job_sched_data, job_throttle)
 group_keys(J)
 for _, group in ipairs(redis.call('HKEYS', J.grp)) do
   if group ~= '' then

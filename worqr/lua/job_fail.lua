@@ -30,7 +30,8 @@
 --   ops (when it failed): three per outbox operation written (lib/flow).
 -- Errors: none.
 -- Events: 'done:<id>' on notify when the job failed and someone waits for it;
---   'due:<ms>' to the member told when due work comes next.
+--   'due:<ms>' to the member told when due work comes next; 'work:1' to an idle
+--   worker for a keep_last follow-up queued now (lib/terminal).
 --!include publish
 --!include clock
 --!include job_keys
@@ -40,6 +41,7 @@
 --!include terminal
 --!include group
 --!include timer
+--!include announce
 --!include end_process
 local J = job_keys()
 local processes = KEYS[16]
@@ -106,4 +108,5 @@ if mode == 'error' and record.f <= retries then
 end
 end_job(J, id, record, 'x', now, policy, publish)
 save_job(J.jobs, id, record)
+announce_followed(J, now, wake_prefix, publish, policy.timer_grace)
 return {1, 'x', J.ops}

@@ -37,6 +37,7 @@
 --!include terminal
 --!include timer
 --!include end_process
+--!include wake
 --!include release
 local J = job_keys()
 local processes = KEYS[16]
@@ -87,6 +88,9 @@ for _, pid in ipairs(newest_owned(owned, chunk)) do
 end
 
 returned(stats, idle, wake_prefix, publish, mode, requeued)
+if J.followed then  -- keep_last follow-ups the failed jobs placed (lib/terminal)
+  wake_idle(idle, wake_prefix, publish, J.followed[1])
+end
 stat(J, 'poisoned', failed)
 if mode ~= 'release' then
   arm_timer(J, now, worker, wake_prefix, publish, policy.timer_grace)

@@ -1,11 +1,7 @@
 -- job_update: change a delayed, queued or retrying job: its payload (its unique
---   marker moves with it), its priority (a queued job moves to the back of its
---   new priority), its due time (a delayed or retrying job due by then is queued
---   now; a queued job due later is delayed). A queued job leaving the list gets
---   a new life, so its old list entry is a tombstone that takes skip. Nothing is
---   written when the job is not changeable. A grouped job moves within its
---   group's ready keys, and a move between delayed and queued moves its group's
---   counts and place in the ring (lib/group: make_ready, group_move).
+--   marker moves with it; a dedup key's marker, record field U, stays), its
+--   priority and due time (lib/change). Nothing is written when the job is not
+--   changeable.
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] members       set     workers of this queue
 -- KEYS[17] idle          set     members waiting for work
@@ -31,8 +27,7 @@
 --!include clock
 --!include job_keys
 --!include jobs
---!include counters
---!include group
+--!include change
 --!include timer
 local J = job_keys()
 local members = KEYS[16]
@@ -60,7 +55,8 @@ if not CHANGEABLE[record.s] then
   return {0, 'state:' .. record.s}
 end
 local marker = changes.u
-if marker and record.u and marker ~= record.u then
+local moves = marker and record.u and not record.U and marker ~= record.u  -- a dedup key stays
+if moves then
   local holder = redis.call('HGET', J.unique, marker)
   if holder then
     local other, life = split_entry(holder)
@@ -74,7 +70,7 @@ end
 local old_entry = entry_of(id, record.l)
 if marker then
   redis.call('HSET', J.data, id, payload)
-  if record.u and marker ~= record.u then
+  if moves then
     if redis.call('HGET', J.unique, record.u) == old_entry then
       redis.call('HDEL', J.unique, record.u)
     end
@@ -83,56 +79,7 @@ if marker then
 end
 
 local due = changes.A or (changes.d and now + changes.d)
-local priority = changes.P or record.P or 0
-local state = record.s
-
--- leave_ready(): a queued job out of the ready structures (a list entry stays, a
---   tombstone of its old life)
-local function leave_ready()
-  if (record.P or 0) ~= 0 then
-    local prio = J.prio
-    if record.G then
-      group_keys(J)
-      local _
-      _, prio = group_ready_keys(J, record.G)
-    end
-    redis.call('ZREM', prio, old_entry)
-  else
-    record.l = redis.call('INCR', J.seq)
-  end
-end
-
-local woken = 0
-if state == 'q' then
-  if due and due > now then
-    leave_ready()
-    record.P = priority
-    move(J, 'q', 'd')
-    group_move(J, record, 'q', 'd', now)
-    record.s = 'd'
-    record.v = due
-    redis.call('ZADD', J.delayed, due, entry_of(id, record.l))
-  elseif priority ~= (record.P or 0) then
-    leave_ready()
-    record.P = priority
-    make_ready(J, record, entry_of(id, record.l), false)
-  end
-else
-  record.P = priority
-  local zset = J[state_name(state)]
-  if due and due <= now then
-    redis.call('ZREM', zset, old_entry)
-    move(J, state, 'q')
-    record.s = 'q'
-    record.v = now
-    make_ready(J, record, old_entry, false)
-    group_move(J, record, state, 'q', now)
-    woken = 1
-  elseif due then
-    redis.call('ZADD', zset, due, old_entry)
-    record.v = due
-  end
-end
+local woken = change_job(J, id, record, changes.P or record.P or 0, due, now)
 if record.u then  -- the marker names this life's entry (a new one, or a new marker)
   redis.call('HSET', J.unique, record.u, entry_of(id, record.l))
 end

@@ -83,6 +83,14 @@ STAT_EVENTS = TASK_EVENTS + tuple(e for e in JOB_EVENTS if e not in TASK_EVENTS)
 exports its `TASK_EVENTS`, a job queue its `JOB_EVENTS`, so the ``event`` label
 stays bounded and no queue carries zeros for events its kind cannot have."""
 
+DEDUP_MODES = ("throttle", "debounce", "keep_last")
+DEDUP_FIELDS = tuple(f"deduplicated:{mode}" for mode in DEDUP_MODES)
+"""The job scripts' counters of submits a dedup key deduplicated, by mode
+(``lua/lib/dedup.lua``), read with the events: ``worqr_jobs_deduplicated`` by
+queue and mode (the ``deduplicated`` event also counts ids and unique payloads)."""
+
+STAT_FIELDS = STAT_EVENTS + DEDUP_FIELDS
+
 MGET_BATCH = 1000  # alive keys per MGET
 PIPELINE_QUEUES = 200  # queues read per pipeline round trip
 
@@ -231,6 +239,11 @@ class MeshCollector(Collector):
         overdue = _labelled(
             "worqr_jobs_overdue", "Delayed and retrying jobs already due, not yet queued", ["queue"]
         )
+        deduplicated = CounterMetricFamily(
+            "worqr_jobs_deduplicated",
+            "Submits a dedup key answered with the key's job, creating nothing, by mode",
+            labels=["queue", "mode"],
+        )
         schedules = _labelled("worqr_schedules", "Schedules of the queue", ["queue"])
         stalled = _labelled("worqr_schedules_stalled", STALLED_HELP, ["queue"])
         for start in range(0, len(shown), PIPELINE_QUEUES):
@@ -257,11 +270,12 @@ class MeshCollector(Collector):
                     for state, number in counts.items():
                         jobs.add_metric([queue, state], float(number))
                     overdue.add_metric([queue], float(due))
+                    _add_dedup(deduplicated, queue, stats[len(STAT_EVENTS) :])
                 tasks.add_metric([queue], float(n_tasks))
                 processes.add_metric([queue], float(n_processes))
                 failed.add_metric([queue], float(n_failed))
                 members.add_metric([queue], float(n_members))
-                by_event = dict(zip(STAT_EVENTS, stats, strict=True))
+                by_event = dict(zip(STAT_EVENTS, stats, strict=False))
                 for event in kind_events:
                     events.add_metric([queue, event], float(by_event[event] or 0))
         return [
@@ -272,6 +286,7 @@ class MeshCollector(Collector):
             events,
             jobs,
             overdue,
+            deduplicated,
             schedules,
             stalled,
             _gauge("worqr_queues", "Queues in the mesh registry", float(len(queues))),
@@ -295,7 +310,7 @@ class MeshCollector(Collector):
                 command("HLEN", keys.processes),
                 command("LLEN", keys.failed),
                 command("SCARD", keys.members),
-                command("HMGET", keys.stats, *STAT_EVENTS),
+                command("HMGET", keys.stats, *STAT_FIELDS),
                 command("HGET", keys.config, "kind"),
             )
             if queue in listed:
@@ -328,6 +343,11 @@ class MeshCollector(Collector):
 
     def close(self) -> None:
         self.redis.close()
+
+
+def _add_dedup(family: CounterMetricFamily, queue: str, values: list[Any]) -> None:
+    for mode, value in zip(DEDUP_MODES, values, strict=True):
+        family.add_metric([queue, mode], float(value or 0))
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

@@ -35,9 +35,9 @@ from .._errors import WrongQueueKindError
 from .._jobs import STATES, validate_group, validate_job_id
 from .._keys import validate_name
 from ..http.errors import ApiError, error_response, job_not_found
-from ..http.models import CURSOR_PATTERN
 from ..http.operations import reply
 from ..http.replies import PausedReply, PurgedReply, RedrivenReply
+from ..http.rules import CURSOR_PATTERN
 from ..http.views import queue_kind
 from . import reads
 from .recoveries import RecoveryLog

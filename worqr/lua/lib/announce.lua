@@ -12,3 +12,13 @@ local function announce(J, ready, delayed, now, wake_prefix, publish, grace)
     arm_timer(J, now, nil, wake_prefix, publish, grace)
   end
 end
+
+-- announce_followed(J, now, wake_prefix, publish, grace): the keep_last follow-ups
+--   this call's ended jobs placed (J.followed, lib/terminal) are announced
+local function announce_followed(J, now, wake_prefix, publish, grace)
+  local followed = J.followed
+  if followed then
+    announce(J, followed[1], followed[2], now, wake_prefix, publish, grace)
+    J.followed = nil
+  end
+end

@@ -47,21 +47,24 @@ local function place_new(J, record, entry, due, now)
   end
 end
 
--- create_job(J, id, nonce, payload, options, now) -> {id, created, state}, new
---   (new: true when this call wrote the job)
+-- create_job(J, id, nonce, payload, options, now) -> {id, created, state}, new, entry
+--   (new: true when this call wrote the job, entry its id#life)
 --   A resend of the same call (same nonce) answers as the first call did; a live
 --   job with this id (or, with a unique marker, with this payload) makes this one
 --   a duplicate (created 0, the live job's id) and nothing is written; a
 --   terminal one starts a new life. The job is queued (due now) or delayed.
 --   options: d delay ms | A at ms, P priority, u unique marker, R retries,
---   B backoff, T timeout ms, k result ttl ms, G group (lib/group).
+--   B backoff, T timeout ms, k result ttl ms, G group (lib/group); from
+--   lib/dedup, which rules on its marker itself: U a dedup key's mode (u its
+--   marker, which then names this job), w waiting (a keep_last follow-up: the
+--   marker names it once it is placed).
 local function create_job(J, id, nonce, payload, options, now)
   local record = load_job(J.jobs, id)
   if record and record.n == nonce then
     return {id, 1, record.s}  -- a resend: what the first call did
   elseif is_live(record) then
     return {id, 0, record.s}
-  elseif options.u then
+  elseif options.u and not options.U then
     local holder = redis.call('HGET', J.unique, options.u)
     if holder then
       local other, life = split_entry(holder)
@@ -75,14 +78,22 @@ local function create_job(J, id, nonce, payload, options, now)
   record = {
     l = life, n = nonce, c = now, a = 0, f = 0, r = 0, P = options.P or 0,
     R = options.R, B = options.B, T = options.T, k = options.k, u = options.u, G = options.G,
+    U = options.U,
   }
   redis.call('HSET', J.data, id, payload)
-  if options.u then
-    redis.call('HSET', J.unique, options.u, entry)
+  local due = options.A or (now + (options.d or 0))
+  if options.w then
+    record.s = 'w'
+    record.v = due  -- from when it is placed (lib/terminal)
+    redis.call('ZADD', J.waiting, now, id)
+  else
+    if options.u then
+      redis.call('HSET', J.unique, options.u, entry)
+    end
+    place_new(J, record, entry, due, now)
+    group_move(J, record, nil, record.s, now)  -- (a group counts no waiting job)
   end
-  place_new(J, record, entry, options.A or (now + (options.d or 0)), now)
   tally(J, record.s, 1)
-  group_move(J, record, nil, record.s, now)
   save_job(J.jobs, id, record)
-  return {id, 1, record.s}, true
+  return {id, 1, record.s}, true, entry
 end

@@ -31,8 +31,13 @@ local function mark_ended(J, record, state, now, policy)
 end
 
 -- end_job(J, id, record, state, now, policy, publish): the job is `state` now (f,
--- x or c): its purge time, its terminal index, counts, stats, its unique marker
--- released, and a waiter told ('done:<id>' on notify, only when one watches).
+-- x or c): its purge time, its terminal index, counts, stats, its unique or
+-- dedup marker released, and a waiter told ('done:<id>' on notify, only when
+-- one watches). A keep_last key's follow-up (lib/dedup: the record's N, waiting
+-- in J.waiting for this run to end) is placed now and takes the marker: queued,
+-- or delayed when its own due time is later; J.followed counts them (ready,
+-- delayed) for the scripts that announce them (lib/announce), the take picks
+-- it itself. A throttle marker is not the record's: it lives its ttl.
 -- The caller has taken it out of its previous index, and saves the record.
 -- (A plain job, lib/jobs, has none of these: lib/finish ends a batch of them
 -- with mark_ended and one ZADD.)
@@ -42,6 +47,30 @@ local function end_job(J, id, record, state, now, policy, publish)
   local entry = entry_of(id, record.l)
   if record.u and redis.call('HGET', J.unique, record.u) == entry then
     redis.call('HDEL', J.unique, record.u)  -- unless another job holds it by now
+  end
+  if record.N then
+    local next_id, next_life = split_entry(record.N)
+    local next = load_job(J.jobs, next_id)
+    if is_live(next, next_life) and next.s == 'w' then  -- not cancelled meanwhile
+      redis.call('ZREM', J.waiting, next_id)
+      local followed = J.followed or {0, 0}
+      J.followed = followed
+      if (next.v or now) > now then
+        next.s = 'd'
+        redis.call('ZADD', J.delayed, next.v, record.N)
+        followed[2] = followed[2] + 1
+      else
+        next.s = 'q'
+        next.v = now
+        make_ready(J, next, record.N, false)
+        followed[1] = followed[1] + 1
+      end
+      move(J, 'w', next.s)
+      group_move(J, next, 'w', next.s, now)
+      redis.call('HSET', J.unique, record.u, record.N)
+      save_job(J.jobs, next_id, next)
+    end
+    record.N = nil
   end
   if record.w then
     redis.call(publish, J.notify, 'done:' .. id)
