@@ -104,3 +104,20 @@ def test_grouped_cursors_stay_decimal_below_10_19() -> None:
     assert pack_grouped(0, 0, 0) == GROUPED_BASE
     with pytest.raises(ValueError, match="group="):
         pack_grouped(1 << 24, 0, 0)
+
+
+@pytest.mark.parametrize("limit", [1, 3, 10, 97])
+def test_groups_of_every_size_with_tombstones_are_listed_once(make: Make, limit: int) -> None:
+    producer = make()
+    refs = {}
+    for g in range(40):
+        size = 1 + (g * 7) % 23
+        batch = [f"g{g}:{i}" for i in range(size)]
+        for name, ref in zip(batch, producer.submit_many("q", batch, group=f"g{g}"), strict=True):
+            refs[name] = ref.id
+    cancelled = {name for k, name in enumerate(sorted(refs)) if k % 5 == 0}
+    for name in cancelled:  # priority 0: each leaves a tombstone in its group's list
+        assert producer.cancel_job("q", refs[name])
+    found = listed(producer, limit=limit)
+    assert len(found) == len(set(found))
+    assert set(found) == set(refs) - cancelled

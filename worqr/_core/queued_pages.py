@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._keys import QueueKeys
-from .calls import Plan, command
+from .calls import Call, Pinned, Plan, command
+from .failures import checked_replies
 from .state import text
 
 MAX_OFFSET = 2**53  # a page's offset (Redis takes up to 2**63; 2**53 stays exact in JSON)
@@ -106,27 +107,103 @@ def _queued_groups(found: Any) -> list[tuple[str, int]]:
     return [(text(name), int(json.loads(raw).get("q", 0))) for name, raw in pairs]
 
 
+def _split_group(segments: list[list[str]], want: int) -> Page:
+    """Up to ``want`` entries of one group from its start, given its three
+    segments each read with ``LIMIT want`` (so one shorter than ``want`` is
+    all there is): as `segments_page` would page them."""
+    entries = list[str]()
+    for index, segment in enumerate(segments):
+        need = want - len(entries)
+        taken = segment[:need]
+        entries += taken
+        if len(taken) == need:
+            return entries, len(taken) * len(QUEUED_SEGMENTS) + index
+    return entries, None
+
+
+def _group_reads(keys: QueueKeys, name: str, want: int) -> tuple[Call, ...]:
+    """The reads of a group's three segments from its start, ``want`` each."""
+    prio, ready = keys.group_prio(name), keys.group_ready(name)
+    return (
+        command("ZRANGEBYSCORE", prio, "-inf", "(0", "LIMIT", 0, want, key=prio),
+        command("LRANGE", ready, -want, -1, key=ready),
+        command("ZRANGEBYSCORE", prio, "0", "+inf", "LIMIT", 0, want, key=prio),
+    )
+
+
+def _whole_groups(keys: QueueKeys, names: list[str], want: int) -> Plan[list[list[list[str]]]]:
+    """Each group's three segments from its start (``want`` entries each at
+    most), the list's front first: every group in one round trip."""
+    request = Pinned(tuple(call for name in names for call in _group_reads(keys, name, want)))
+    replies = checked_replies(request, (yield request))
+    found = [[text(entry) for entry in reply] for reply in replies]
+    return [[found[i], found[i + 1][::-1], found[i + 2]] for i in range(0, len(found), 3)]
+
+
+def _next_groups(page: list[tuple[str, int]], index: int, want: int) -> list[int]:
+    """The indexes of the groups with queued jobs from ``index`` on whose
+    queued counts first reach ``want`` (all of them when they do not)."""
+    chosen, queued = [], 0
+    for i in range(index, len(page)):
+        if page[i][0] and page[i][1] > 0:
+            chosen.append(i)
+            queued += page[i][1]
+            if queued >= want:
+                break
+    return chosen
+
+
+def _whole_groups_page(
+    keys: QueueKeys,
+    page: list[tuple[str, int]],
+    scan: int,
+    index: int,
+    entries: list[str],
+    limit: int,
+) -> Plan[tuple[int, int | None]]:
+    """Entries of the groups of ``page`` from ``index``, each from its start,
+    added to ``entries`` up to ``limit``: (the index of the next group, the
+    cursor when the page of jobs ended inside a group, else None)."""
+    while index < len(page) and len(entries) < limit:
+        want = limit - len(entries)
+        chosen = _next_groups(page, index, want)
+        if not chosen:
+            return len(page), None
+        read = yield from _whole_groups(keys, [page[i][0] for i in chosen], want)
+        for i, segments in zip(chosen, read, strict=True):
+            got, inner_after = _split_group(segments, limit - len(entries))
+            entries += got
+            if inner_after is not None:
+                return i, pack_grouped(scan, i, inner_after)
+            index = i + 1
+    return index, None
+
+
 def groups_page(keys: QueueKeys, limit: int, position: int) -> Plan[Page]:
     """Up to ``limit`` entries of the groups' ready keys from ``position`` (a
-    cursor from `GROUPED_BASE`)."""
+    cursor from `GROUPED_BASE`). A group begun on an earlier page goes on with
+    `segments_page`; the following ones are read together in one round trip,
+    as many as their queued counts say fill the page."""
     scan, index, inner = unpack_grouped(position)
     entries = list[str]()
     while True:
         after, found = yield command("HSCAN", keys.groups, scan, "COUNT", GROUP_SCAN)
         page = _queued_groups(found)
-        while index < len(page):
-            name, queued = page[index]
-            if name and queued > 0:
-                got, inner_after = yield from segments_page(
-                    keys.group_ready(name), keys.group_prio(name), limit - len(entries), inner
-                )
-                entries += got
-                if inner_after is not None:  # the page is full inside this group
-                    return entries, pack_grouped(scan, index, inner_after)
-                if len(entries) == limit:
-                    return entries, pack_grouped(scan, index + 1, 0)
-            index, inner = index + 1, 0
-        scan, index = int(after), 0
+        if inner and index < len(page):
+            name = page[index][0]
+            got, inner_after = yield from segments_page(
+                keys.group_ready(name), keys.group_prio(name), limit, inner
+            )
+            entries += got
+            if inner_after is not None:  # the page is full inside this group
+                return entries, pack_grouped(scan, index, inner_after)
+            index += 1
+        index, cursor = yield from _whole_groups_page(keys, page, scan, index, entries, limit)
+        if cursor is not None:
+            return entries, cursor
+        if len(entries) == limit and index < len(page):
+            return entries, pack_grouped(scan, index, 0)
+        scan, index, inner = int(after), 0, 0
         if scan == 0:
             return entries, None
         if len(entries) == limit:
