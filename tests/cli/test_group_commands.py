@@ -145,6 +145,9 @@ def test_pause_and_resume_a_group(redis_url: str, prefix: str) -> None:
         ["pause", "api", "--group", ""],
         ["pause", "api", "--group", "g", "--schedule", "s"],
         ["resume", "api", "--group", "a\u0007"],
+        ["jobs", "api", "--group", "", "--cancel"],
+        ["jobs", "api", "--group", "g", "--retry"],
+        ["jobs", "api", "--group", "a\u0007"],
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(
@@ -153,6 +156,26 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(
     result = run_cli(*bad, "--url", redis_url, "--prefix", prefix)
     assert_one_line_error(result, 2)
     assert list(redis_client.scan_iter(match=f"*{prefix}*")) == []
+
+
+def test_list_and_cancel_one_groups_jobs(redis_url: str, prefix: str) -> None:
+    with worqr.Worqr(redis_url, prefix=prefix) as wq:
+        for group in ("acme", "globex"):
+            wq.submit_many("api", [f"{group}{i}" for i in range(3)], group=group)
+        wq.submit("api", "plain")
+    code, out, err = cli(redis_url, prefix, "jobs", "api", "--state", "queued", "--json")
+    assert code == 0, err
+    assert len(json.loads(out)["jobs"]) == 7  # the grouped ones too
+    code, out, err = cli(
+        redis_url, prefix, "jobs", "api", "--state", "queued", "--group", "acme", "--json"
+    )
+    assert code == 0, err
+    assert [job["group"] for job in json.loads(out)["jobs"]] == ["acme"] * 3
+    code, out, err = cli(redis_url, prefix, "jobs", "api", "--group", "acme", "--cancel")
+    assert (code, err) == (0, "")
+    assert out == "cancelled 3 jobs on 'api'\n"
+    with worqr.Worqr(redis_url, prefix=prefix) as wq:
+        assert wq.count_jobs("api")["queued"] == 4
 
 
 def test_a_task_queue_is_refused(redis_url: str, prefix: str) -> None:

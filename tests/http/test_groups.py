@@ -127,6 +127,9 @@ BAD_GROUP = "invalid_group"
         ("GET", "/v1/queues/jobs/groups?limit=0", None, "invalid_parameter"),
         ("GET", "/v1/queues/jobs/groups?cursor=x", None, "invalid_parameter"),
         ("POST", "/v1/queues/jobs/pause", {"group": "acme", "schedule": "s"}, "invalid_option"),
+        ("POST", "/v1/queues/jobs/jobs/cancel", {"group": ""}, "invalid_group"),
+        ("POST", "/v1/queues/jobs/jobs/cancel", {"group": "a\u0007"}, "invalid_group"),
+        ("GET", "/v1/queues/jobs/jobs?state=queued&group=", None, "invalid_group"),
     ],
 )
 def test_bad_input_is_400_and_writes_nothing(
@@ -146,6 +149,26 @@ def test_bad_input_is_400_and_writes_nothing(
         assert answer.status_code == 400, answer.text
         assert answer.json()["error"]["code"] == code
         assert keys() == before
+
+    api(scenario)
+
+
+def test_list_and_cancel_one_groups_jobs(api: ApiRunner) -> None:
+    async def scenario(api: Api) -> None:
+        for group in ("acme", "globex"):
+            await api.client.submit_many("jobs", [f"{group}{i}" for i in range(3)], group=group)
+        await api.client.submit_many("jobs", ["u0", "u1"])
+        everything = await api.http.get("/v1/queues/jobs/jobs?state=queued&limit=1000")
+        assert everything.status_code == 200, everything.text
+        assert len(everything.json()["jobs"]) == 8  # the grouped ones too
+        page = await api.http.get("/v1/queues/jobs/jobs?state=queued&group=acme")
+        assert page.status_code == 200, page.text
+        assert [job["group"] for job in page.json()["jobs"]] == ["acme"] * 3
+        answer = await api.http.post("/v1/queues/jobs/jobs/cancel", json={"group": "acme"})
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"cancelled": 3}
+        counts = await api.client.count_jobs("jobs")
+        assert (counts["queued"], counts["cancelled"]) == (5, 3)
 
     api(scenario)
 

@@ -282,6 +282,27 @@ def test_bulk_operations_on_the_cluster(make: Callable[..., worqr.Worqr]) -> Non
         assert producer.count_jobs(queue)["queued"] == 0
 
 
+def test_grouped_listing_and_group_cancel_on_the_cluster(make: Callable[..., worqr.Worqr]) -> None:
+    """get_jobs reads a page of groups in one pinned round trip: on every master."""
+    producer = make()
+    for queue in (f"groups-{i}" for i in range(3)):
+        for g in range(30):
+            producer.submit_many(queue, [f"{g}:{i}" for i in range(3)], group=f"g{g}")
+        producer.submit_many(queue, ["u1", "u2"])
+        seen, cursor = [], None
+        while True:
+            page, cursor = producer.get_jobs(queue, "queued", limit=7, cursor=cursor)
+            seen += [str(job.payload) for job in page]
+            if cursor is None:
+                break
+        assert sorted(seen) == sorted(
+            ["u1", "u2"] + [f"{g}:{i}" for g in range(30) for i in range(3)]
+        )
+        assert producer.cancel_jobs(queue, group="g7") == 3
+        assert producer.count_jobs(queue)["queued"] == 89
+        producer.delete_queue(queue)
+
+
 def _read_spec(client: worqr.Worqr, queue: str, name: str) -> Any:
     value = yield command("HGET", client._core.state.queue_keys(queue).job_sched, name)
     return value

@@ -17,7 +17,8 @@ from tests.support.waiting import wait_until
 from worqr import Worqr
 from worqr.embedded import free_port
 from worqr.metrics.collector import MeshCollector
-from worqr.metrics.group_metrics import PAGE
+
+PAGE = 1000  # more groups than one HSCAN page of the walk the gauges once were
 
 WAITING = "worqr_queue_groups_waiting"
 LIMITED = "worqr_queue_groups_limited"

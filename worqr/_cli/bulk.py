@@ -27,6 +27,8 @@ def action_of(args: argparse.Namespace) -> str | None:
         raise CliError("--older-than needs --purge", EXIT_USAGE)
     if action is None:
         return None
+    if args.group is not None and action != "cancel":
+        raise CliError(f"--group applies to listing and --cancel, not --{action}", EXIT_USAGE)
     state = args.state
     if action == "cancel":
         if state in TERMINAL:
@@ -46,7 +48,7 @@ def run(args: argparse.Namespace, action: str) -> int:
     queue, state, limit = args.queue, args.state, args.limit
     with admin_client(args) as client:
         if action == "cancel":
-            count = client.cancel_jobs(queue, state=state)
+            count = client.cancel_jobs(queue, state=state, group=args.group)
         elif action == "retry":
             count = client.retry_jobs(queue, state=state, limit=limit)
         elif action == "promote":

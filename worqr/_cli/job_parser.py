@@ -240,6 +240,12 @@ def _add_jobs(commands: Subcommands) -> None:
         help=f"only the jobs in this state: one of {', '.join(STATES)}",
     )
     parser.add_argument(
+        "--group",
+        type=group_name,
+        metavar="G",
+        help="only the jobs of fair-share group G (listed, or with --cancel)",
+    )
+    parser.add_argument(
         "--limit",
         type=positive_int,
         metavar="N",

@@ -166,13 +166,16 @@ def job(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def first_jobs(client: Worqr, queue: str, state: str, limit: int) -> list[JobInfo]:
-    """Up to ``limit`` jobs in ``state``, in `get_jobs` order, over as many pages as it takes."""
+def first_jobs(
+    client: Worqr, queue: str, state: str, limit: int, group: str | None = None
+) -> list[JobInfo]:
+    """Up to ``limit`` jobs in ``state`` (of ``group`` only, when given), in
+    `get_jobs` order, over as many pages as it takes."""
     found: dict[str, JobInfo] = {}  # by id: a scan may return one twice
     cursor = None
     while len(found) < limit:
         page, cursor = client.get_jobs(
-            queue, state, limit=min(MAX_PAGE, limit - len(found)), cursor=cursor
+            queue, state, limit=min(MAX_PAGE, limit - len(found)), cursor=cursor, group=group
         )
         for info in page:
             found.setdefault(info.id, info)
@@ -200,7 +203,7 @@ def jobs(args: argparse.Namespace) -> int:
         counts = client.internals.job_counts(queue)
         states = (args.state,) if args.state else STATES
         listed = {
-            state: first_jobs(client, queue, state, limit)
+            state: first_jobs(client, queue, state, limit, args.group)
             for state in states
             if counts[state] or args.state
         }

@@ -166,13 +166,16 @@ class SyncJobApi(Shell):
 
     # -- bulk operations: bounded script calls, exact counts throughout ----------
 
-    def cancel_jobs(self, queue: str, *, state: str | None = None) -> int:
+    def cancel_jobs(
+        self, queue: str, *, state: str | None = None, group: str | None = None
+    ) -> int:
         """Cancel every job in ``state`` ("delayed", "queued", "retrying",
-        "waiting", "active"; None: every job not terminal), as `cancel_job` does
+        "waiting", "active"; None: every job not terminal), of fair-share
+        ``group`` only when given (None: every group), as `cancel_job` does
         (active ones' handlers are stopped, their finish fenced); how many. Jobs
         present when it began are cancelled, in chunks of 1,000 per script call;
         one that arrives meanwhile may be too."""
-        return self._drive(self._core.bulk.cancel_jobs(queue, state=state))
+        return self._drive(self._core.bulk.cancel_jobs(queue, state=state, group=group))
 
     def retry_jobs(
         self, queue: str, *, state: str | None = None, limit: int | None = None
@@ -204,14 +207,22 @@ class SyncJobApi(Shell):
         return self._drive(self._core.job_reads.count_jobs(queue))
 
     def get_jobs(
-        self, queue: str, state: str, *, limit: int = 100, cursor: str | None = None
+        self,
+        queue: str,
+        state: str,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        group: str | None = None,
     ) -> tuple[list[JobInfo], str | None]:
         """One page of the jobs of ``queue`` in ``state``, and the cursor of the
-        next page (None: the last). Queued jobs come in run order, delayed and
-        retrying ones by due time, terminal ones latest first; a page may be short.
-        On a queue that holds tasks: `WrongQueueKindError`."""
+        next page (None: the last). Queued jobs come in run order, the ungrouped
+        ones first, then group by group (each job once over the pages);
+        delayed and retrying ones by due time, terminal ones latest first; a
+        page may be short. ``group``: that fair-share group's jobs only. On a
+        queue that holds tasks: `WrongQueueKindError`."""
         return self._drive(
-            self._core.job_reads.get_jobs(queue, state, limit=limit, cursor=cursor)
+            self._core.job_reads.get_jobs(queue, state, limit=limit, cursor=cursor, group=group)
         )
 
     def server_time(self) -> float:

@@ -11,9 +11,10 @@ so jobs that keep arriving (a busy producer) cannot keep it running; a job that
 arrives or changes state meanwhile may or may not be included.
 
 `Bulk` is a part of the core, given the state and the parts it calls (queue
-kinds, the relay of flow hops, producing's task encoding). A group filter
-(fair-share groups) joins as a keyword of the plans and an index the scripts
-read instead of the queue's.
+kinds, the relay of flow hops, producing's task encoding). `cancel_jobs` takes
+a group filter (fair-share groups): queued jobs are read from that group's own
+ready keys, the other states' indexes walked with the other groups' entries
+passed over.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from functools import partial
 from typing import Any
 
 from .. import _checks as checks
-from .._jobs import ms, validate_job_id
+from .._jobs import ms, validate_group, validate_job_id
 from .._keys import QueueKeys
 from . import bulk_scripts
 from .calls import Call, Plan
@@ -130,20 +131,25 @@ class Bulk:
 
     # -- cancel --------------------------------------------------------------------
 
-    def cancel_jobs(self, queue: str, *, state: str | None = None) -> Plan[int]:
-        """Cancel the jobs in ``state`` (every live state when None), as
-        `cancel_job` does; how many."""
+    def cancel_jobs(
+        self, queue: str, *, state: str | None = None, group: str | None = None
+    ) -> Plan[int]:
+        """Cancel the jobs in ``state`` (every live state when None), of
+        ``group`` only when given, as `cancel_job` does; how many."""
         keys = self.state.queue_keys(queue)
         codes = _states(state, CANCELLABLE)
+        name = None if group is None else validate_group(group)
         if not (yield from self._job_queue(queue)):
             return 0
         publish = yield from self.state.publishing()
         cancelled = 0
         for code in codes:
-            cancelled += yield from self._cancel_state(queue, keys, code, publish)
+            cancelled += yield from self._cancel_state(queue, keys, code, publish, name)
         return cancelled
 
-    def _cancel_state(self, queue: str, keys: QueueKeys, code: str, publish: str) -> Plan[int]:
+    def _cancel_state(
+        self, queue: str, keys: QueueKeys, code: str, publish: str, group: str | None
+    ) -> Plan[int]:
         cancelled = looked = 0
         bound: int | None = None
         cursor = "0"
@@ -155,6 +161,7 @@ class Bulk:
                 cursor=cursor,
                 publish=publish,
                 policy=self.state.settings.jobs.policy,
+                group=group,
             )
             yield from self.relay.relay_written(queue, ops)  # parents hear, children go
             cancelled += int(done)

@@ -10,13 +10,20 @@ from .calls import Call
 
 
 def job_cancel_many(
-    keys: QueueKeys, *, state: str, count: int, cursor: str, publish: str, policy: str
+    keys: QueueKeys,
+    *,
+    state: str,
+    count: int,
+    cursor: str,
+    publish: str,
+    policy: str,
+    group: str | None = None,
 ) -> Call:
     # Resend-safe: a cancelled job is no longer live (a resent chunk counts less).
     return Call(
         "job_cancel_many",
         (*keys.job_keys, keys.processes, keys.stats, *keys.flow_keys, keys.config),
-        (state, count, cursor, keys.events, publish, keys.notify, policy),
+        (state, count, cursor, keys.events, publish, keys.notify, policy, group or ""),
     )
 
 

@@ -19,6 +19,7 @@ from .._jobs import (
     JobInfo,
     decode_result,
     job_info,
+    validate_group,
     validate_job_id,
 )
 from .._keys import QueueKeys
@@ -28,13 +29,12 @@ from .failures import checked_replies
 from .job_record import hot_field, merge_record
 from .kinds import QueueKinds
 from .notify import Notifications
+from .queued_pages import MAX_OFFSET, queued_page
 from .relay import Relay
 from .state import CoreState, text
 
 MAX_PAGE = 1000
-MAX_OFFSET = 2**53  # a page's offset (Redis takes up to 2**63; 2**53 stays exact in JSON)
 MAX_CURSOR_DIGITS = 19  # below 2**64: every such number is a cursor HSCAN takes
-QUEUED_SEGMENTS = ("hi", "list", "lo")  # priority > 0, priority 0, priority < 0
 
 
 def _state_of(state: object) -> str:
@@ -185,18 +185,30 @@ class JobReads:
         return int(seconds) + int(micros) / 1_000_000
 
     def get_jobs(
-        self, queue: str, state: str, *, limit: int = 100, cursor: str | None = None
+        self,
+        queue: str,
+        state: str,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        group: str | None = None,
     ) -> Plan[tuple[list[JobInfo], str | None]]:
-        """One page of the jobs in ``state``: queued in run order, delayed and
-        retrying by due time, active unordered, terminal latest first. A page may
-        be short; iteration ends when the cursor comes back None."""
+        """One page of the jobs in ``state``: queued in run order (the ungrouped
+        ones, then group by group: `queued_pages`), delayed and retrying by due
+        time, active unordered, terminal latest first. With ``group``, that
+        group's jobs only (queued: its own ready keys; the other states: the
+        pages above with other groups' jobs left out, so a page may be empty
+        before the end). A page may be short; iteration ends when the cursor
+        comes back None."""
         keys = self.state.queue_keys(queue)
         _state_of(state)
         count("limit", limit, low=1, high=MAX_PAGE)
         position = cursor_position(cursor)
+        name = None if group is None else validate_group(group)
         now_ms = round((yield from self.server_time()) * 1000)
         if state == "queued":
-            entries, after = yield from self._queued_page(keys, limit, position)
+            entries, at = yield from queued_page(keys, limit, position, name)
+            after = None if at is None else str(at)
         elif state == "active":
             entries, after = yield from self._active_page(keys, limit, position)
         else:
@@ -205,6 +217,8 @@ class JobReads:
             # Nothing found, or queued entries that may be a task queue's payloads.
             yield from self.kinds.refuse_task_queue(queue)
         jobs = yield from self._read_jobs(queue, keys, entries, state, now_ms)
+        if name is not None:
+            jobs = [job for job in jobs if job.group == name]
         return jobs, after
 
     def _ranked_page(
@@ -235,38 +249,6 @@ class JobReads:
         after, found = yield command("HSCAN", keys.processes, position, "COUNT", limit)
         values = found.values() if isinstance(found, dict) else found[1::2]
         return [text(entry) for entry in values], None if int(after) == 0 else str(int(after))
-
-    def _queued_page(
-        self, keys: QueueKeys, limit: int, position: int
-    ) -> Plan[tuple[list[str], str | None]]:
-        """Queued entries in run order: prioritised ones (a zset), the list, then
-        the ones of negative priority. The cursor is ``offset * 3 + segment``."""
-        offset, index = divmod(position, len(QUEUED_SEGMENTS))
-        if offset >= MAX_OFFSET:
-            return [], None
-        segment, entries = QUEUED_SEGMENTS[index], list[str]()
-        while len(entries) < limit:
-            want = limit - len(entries)
-            if segment == "hi":
-                found = yield command(
-                    "ZRANGEBYSCORE", keys.job_prio, "-inf", "(0", "LIMIT", offset, want
-                )
-            elif segment == "lo":
-                found = yield command(
-                    "ZRANGEBYSCORE", keys.job_prio, "0", "+inf", "LIMIT", offset, want
-                )
-            else:  # the list's front is its right end
-                found = yield command("LRANGE", keys.tasks, -(offset + want), -(offset + 1))
-                found = list(reversed(found))
-            entries += [text(entry) for entry in found]
-            if len(found) == want:
-                offset += want
-                break
-            following = QUEUED_SEGMENTS.index(segment) + 1
-            if following == len(QUEUED_SEGMENTS):
-                return entries, None
-            segment, offset = QUEUED_SEGMENTS[following], 0
-        return entries, str(offset * len(QUEUED_SEGMENTS) + QUEUED_SEGMENTS.index(segment))
 
     def _read_jobs(
         self, queue: str, keys: QueueKeys, entries: list[str], state: str, now_ms: int

@@ -90,7 +90,7 @@ def query_of(request: Request, model: type[M]) -> M:
     try:
         return model.model_validate(values)
     except ValidationError as error:
-        raise bad_request("invalid_parameter", describe(error)) from None
+        raise bad_request(_field_code(error, "invalid_parameter"), describe(error)) from None
 
 
 async def body_of(request: Request, model: type[M], *, required: bool = True) -> M:
@@ -117,12 +117,17 @@ async def body_of(request: Request, model: type[M], *, required: bool = True) ->
 def _body_code(error: ValidationError) -> str:
     """``unknown_field``; a field's own code (`FIELD_CODES`) when it alone is
     wrong; else ``invalid_option``."""
-    items = error.errors()
-    if any(item["type"] == "extra_forbidden" for item in items):
+    if any(item["type"] == "extra_forbidden" for item in error.errors()):
         return "unknown_field"
+    return _field_code(error, "invalid_option")
+
+
+def _field_code(error: ValidationError, otherwise: str) -> str:
+    """A field's own code (`FIELD_CODES`) when it alone is wrong, else ``otherwise``."""
+    items = error.errors()
     codes = {FIELD_CODES.get(str(item["loc"][0])) if item["loc"] else None for item in items}
     only = codes.pop() if len(codes) == 1 else None
-    return only or "invalid_option"
+    return only or otherwise
 
 
 def _where(location: tuple[int | str, ...]) -> str:

@@ -85,7 +85,9 @@ async def retry(request: Request, queue: str, id: str) -> Response:
 async def list_jobs(request: Request, queue: str, query: ListJobsQuery) -> Response:
     """One page of the jobs in ``?state=``; ``cursor`` is null on the last page."""
     client = client_of(request)
-    jobs, after = await client.get_jobs(queue, query.state, limit=query.limit, cursor=query.cursor)
+    jobs, after = await client.get_jobs(
+        queue, query.state, limit=query.limit, cursor=query.cursor, group=query.group
+    )
     show = config_of(request).show_payloads
     return reply(JobPage(jobs=[job_reply(job, show_payloads=show) for job in jobs], cursor=after))
 

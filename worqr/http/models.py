@@ -362,6 +362,9 @@ class ListJobsQuery(BaseModel):
     state: JobStateName
     limit: Limit = 100
     cursor: Cursor | SkipJsonSchema[None] = None
+    group: GroupName | SkipJsonSchema[None] = Field(
+        default=None, description="only this fair-share group's jobs"
+    )
 
 
 class PageQuery(BaseModel):
@@ -392,6 +395,9 @@ class CancelJobsBody(NoNulls):
     model_config = ConfigDict(json_schema_extra={"examples": [{}, {"state": "queued"}]})
 
     state: LiveState | SkipJsonSchema[None] = None
+    group: GroupName | SkipJsonSchema[None] = Field(
+        default=None, description="only this fair-share group's jobs (every group when left out)"
+    )
 
 
 class RetryJobsBody(NoNulls):

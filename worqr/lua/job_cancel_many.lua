@@ -12,6 +12,9 @@
 --   from it). A group emptied leaves the ring and, with nothing left, its record
 --   goes (lib/group); the member '' of ungrouped jobs goes when none is ready.
 --   Counts (the queue's and each group's) move job by job: exact after every call.
+--   With a group (ARGV[8]): that group's jobs only: queued, its own ready keys;
+--   delayed, retrying and waiting, the index from an offset (the cursor), other
+--   groups' entries passed over and left; active, the scan as above.
 -- Cost: O(count) (O(count log N) for the zsets): one bounded call per chunk.
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] processes     hash    process id -> entry
@@ -28,10 +31,12 @@
 -- ARGV[5] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[6] notify            the queue's channel for waiters
 -- ARGV[7] policy            JSON: retention and budgets in ms (JobSettings.policy)
+-- ARGV[8] group             the one group whose jobs are cancelled; '': every job
 -- Reply: {cancelled, looked, left, cursor, ops}: jobs cancelled; entries looked
 --   at; entries left in the index (queued: the ungrouped entries and the queued
---   count, an upper bound); the next cursor (active, queued; '0' when the scan is
---   over); ops three per outbox operation written (lib/flow), which the caller
+--   count, an upper bound; with a group: its ready entries, or the index's entries
+--   past the offset); the next cursor (active, queued; with a group, delayed,
+--   retrying and waiting: the offset; '0' when the scan is over); ops three per outbox operation written (lib/flow), which the caller
 --   relays at once.
 --   A resend cancels nothing twice (a cancelled job is no longer live).
 -- Errors: WORQR_TASK_QUEUE when the queue is not a job queue.
@@ -60,6 +65,7 @@ local events = ARGV[4]
 local publish = publish_command(ARGV[5])
 local notify = ARGV[6]
 local policy = cjson.decode(ARGV[7])
+local group = ARGV[8] ~= '' and ARGV[8] or nil
 J.stats, J.notify = stats, notify
 
 local refused = wrong_kind(config, 'jobs')
@@ -69,15 +75,20 @@ end
 local now = now_ms()
 local reply = {0, 0, 0, '0', J.ops}
 
--- cancel(id, life): the job, when it is still `state` in that life (nil: any life)
+-- cancel(id, life) -> whether the job was cancelled: when it is still `state` in
+--   that life (nil: any life), and of `group` when one is given
 local function cancel(id, life)
   local record = load_job(J.jobs, id)
   if not (record and record.s == state and (life == nil or record.l == life)) then
-    return
+    return false
+  end
+  if group and record.G ~= group then
+    return false
   end
   cancel_job(J, id, record, now, policy, publish, processes, events)
   save_job(J.jobs, id, record)
   reply[1] = reply[1] + 1
+  return true
 end
 local W = {count = count, looked = 0, visit = cancel}  -- the walk (lib/sweep)
 
@@ -89,6 +100,15 @@ if state == 'a' then
   end
   reply[3] = redis.call('HLEN', processes)
   reply[4] = scanned[1]
+elseif group and state == 'q' then
+  group_keys(J)
+  local ready, prio = group_ready_keys(J, group)
+  reply[3] = sweep_ready(W, ready, prio, count)
+elseif group then
+  local zset = ({d = J.delayed, r = J.retrying, w = J.waiting})[state]
+  local at = sweep_zset_from(W, zset, state ~= 'w', tonumber(cursor), count)
+  reply[3] = math.max(0, redis.call('ZCARD', zset) - at)
+  reply[4] = tostring(at)
 elseif state == 'q' then
   local ungrouped = sweep_ready(W, J.tasks, J.prio, count)
   reply[3] = ungrouped

@@ -6,37 +6,32 @@ max_active, or closed by their rate or a `RateLimited`), by the rules
 `GroupInfo` follows. A paused group waits but is not limited (the pause has
 its own metric per queue, ``worqr_queue_paused``, and `worqr groups` names it).
 
-Each queue's group records are read page by page (`job_groups`, the plan
-`get_groups` pages with), one round trip per page for every queue still
-scanning: a queue without groups costs one script call, a queue with G groups
-about G / `PAGE` calls."""
+The job scripts keep both counts in the queue's config hash (fields
+``groups_waiting`` and ``groups_limited``, lua/lib/group.lua's tally_groups,
+where a group's record changes), so a scrape reads them with one HMGET per
+queue, all queues in one round trip, whatever their number of groups. A group
+counts as limited by where the take last left it (at its max_active, or
+waiting for a time: its rate's next slot or a `RateLimited`); one whose time is
+due counts until the next take or timer reopens it, and a queue-wide
+group_max_active changed by `configure_queue` shows once the take meets each
+group."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from .._clients.sync_exec import SyncExecutor
-from .._core import job_scripts
-from .._core.groups import group_info
+from .._core.calls import command
 from .._keys import MeshKeys
 
-PAGE = 1000
-"""Groups read per script call (HSCAN's COUNT)."""
+FIELDS = ("groups_waiting", "groups_limited")
+"""The config fields the group scripts keep (lua/lib/group.lua)."""
 
 
-def _count(reply: list[Any]) -> tuple[int, int]:
-    """Groups with queued jobs, and those of them held back by their limits, in one page."""
-    flat, defaults, now_ms = reply[1], list(reply[2]), float(reply[3])
-    waiting = limited = 0
-    for i in range(0, len(flat), 2):
-        info = group_info("", json.loads(flat[i + 1]), defaults, now_ms)
-        if info.queued:
-            waiting += 1
-            limited += info.limited
-    return waiting, limited
+def _number(raw: Any) -> float:
+    return 0.0 if raw is None else max(0.0, float(int(raw)))
 
 
 def group_metrics(executor: SyncExecutor, mesh: MeshKeys, queues: list[str]) -> list[Metric]:
@@ -48,26 +43,11 @@ def group_metrics(executor: SyncExecutor, mesh: MeshKeys, queues: list[str]) -> 
     limited = GaugeMetricFamily(
         "worqr_queue_groups_limited",
         "Groups with queued jobs that their own limits (max_active reached, rate, "
-        "RateLimited) hold back now",
+        "RateLimited) held back when the take last met them",
         labels=["queue"],
     )
-    totals = {queue: [0, 0] for queue in queues}
-    cursors = {queue: "0" for queue in queues}
-    while cursors:
-        scanning = list(cursors)
-        calls = [
-            job_scripts.job_groups(mesh.queue(q), cursor=cursors[q], count=PAGE) for q in scanning
-        ]
-        for queue, reply in zip(scanning, executor.batch(calls), strict=True):
-            page_waiting, page_limited = _count(reply)
-            totals[queue][0] += page_waiting
-            totals[queue][1] += page_limited
-            cursor = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
-            if cursor == "0":
-                del cursors[queue]
-            else:
-                cursors[queue] = cursor
-    for queue, (n_waiting, n_limited) in totals.items():
-        waiting.add_metric([queue], float(n_waiting))
-        limited.add_metric([queue], float(n_limited))
+    calls = [command("HMGET", mesh.queue(queue).config, *FIELDS) for queue in queues]
+    for queue, (n_waiting, n_limited) in zip(queues, executor.batch(calls), strict=True):
+        waiting.add_metric([queue], _number(n_waiting))
+        limited.add_metric([queue], _number(n_limited))
     return [waiting, limited]

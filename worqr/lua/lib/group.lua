@@ -12,7 +12,10 @@
 --   {P:Q}:grp:p:<g>    zset    group g's ready entries with a priority (as `job_prio`)
 --   {P:Q}:config       hash    'groups' is '1' while `grp` exists (the take reads
 --                              it in lib/limit's HMGET: a queue without groups pays
---                              no command for them)
+--                              no command for them); 'groups_waiting' and
+--                              'groups_limited': how many groups have queued jobs,
+--                              and of those how many are 'f' or 't' (below), kept
+--                              by save_group so the exporter reads them in O(1)
 -- A group's record: q queued, d delayed or retrying, a active (exact counts); w
 -- where: 'r' in the ring, 't' in timed (o: reopen ms), 'f' at its max_active,
 -- absent: idle (nothing ready, or paused); p paused; m max_active, n rate starts
@@ -32,8 +35,47 @@ local function group_keys(J)
     J.grp, J.ring, J.gtimed, J.gbase = base .. ':grp', base .. ':grp:ring',
       base .. ':grp:timed', base .. ':grp:'
     J.gconfig = base .. ':config'
-    J.groups = {}
+    J.groups, J.gclass = {}, {}
   end
+end
+
+-- group_class(g, rec) -> 0: no queued job (or '', no group); 1: waiting (queued
+--   jobs); 2: waiting and held back by its limits (w 'f' at its max_active, or
+--   't' closed by time)
+local function group_class(g, rec)
+  if g == '' or rec.q <= 0 then
+    return 0
+  end
+  return (rec.w == 'f' or rec.w == 't') and 2 or 1
+end
+
+-- tally_groups(J, g, class): g's class (group_class) is `class` now: the queue's
+--   'groups_waiting' and 'groups_limited' follow the change from the class it had
+--   when loaded (J.gclass), one HINCRBY each that changed
+local function tally_groups(J, g, class)
+  local was = J.gclass[g] or 0
+  if was == class then
+    return
+  end
+  J.gclass[g] = class
+  local waiting = (class > 0 and 1 or 0) - (was > 0 and 1 or 0)
+  local limited = (class == 2 and 1 or 0) - (was == 2 and 1 or 0)
+  if waiting ~= 0 then
+    redis.call('HINCRBY', J.gconfig, 'groups_waiting', waiting)
+  end
+  if limited ~= 0 then
+    redis.call('HINCRBY', J.gconfig, 'groups_limited', limited)
+  end
+end
+
+-- loaded_group(J, g, raw) -> g's record decoded from `raw`, its class noted
+local function loaded_group(J, g, raw)
+  local rec = cjson.decode(raw)
+  J.groups[g] = rec
+  if J.gclass[g] == nil then
+    J.gclass[g] = group_class(g, rec)
+  end
+  return rec
 end
 
 -- grouped(J) -> whether the queue has groups now (`grp` exists); the take sets
@@ -64,7 +106,7 @@ local function load_group(J, g)
   end
   local raw = redis.call('HGET', J.grp, g)
   if raw then
-    rec = cjson.decode(raw)
+    rec = loaded_group(J, g, raw)
   else
     rec = {q = 0, d = 0, a = 0}
     if g ~= '' and not grouped(J) then
@@ -103,13 +145,15 @@ local function save_group(J, g, rec, now)
       end
       redis.call('HDEL', J.grp, g)
       J.groups[g] = nil
+      tally_groups(J, g, 0)
       if redis.call('EXISTS', J.grp) == 0 then
-        redis.call('HDEL', J.gconfig, 'groups')
+        redis.call('HDEL', J.gconfig, 'groups', 'groups_waiting', 'groups_limited')
         J.grouped = false
       end
       return
     end
   end
+  tally_groups(J, g, group_class(g, rec))
   redis.call('HSET', J.grp, g, cjson.encode(rec))
 end
 
@@ -230,8 +274,7 @@ local function reopen_groups(J, now, chunk)
   for _, g in ipairs(due) do
     local raw = redis.call('HGET', J.grp, g)
     if raw then
-      local rec = cjson.decode(raw)
-      J.groups[g] = rec
+      local rec = loaded_group(J, g, raw)
       rec.w, rec.o = nil, nil
       if rec.sh and rec.sh <= now then
         rec.sh = nil

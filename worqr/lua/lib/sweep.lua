@@ -26,6 +26,25 @@ local function sweep_zset(W, zset, by_entry, n)
   return #members
 end
 
+-- sweep_zset_from(W, zset, by_entry, at, n) -> the next offset: up to n members
+--   from offset `at` visited (by entry, or by id); those the visit leaves (it
+--   returns false: another group's, a stale member) stay, and the offset passes
+--   them; the visited ones left the zset themselves (lib/cancel)
+local function sweep_zset_from(W, zset, by_entry, at, n)
+  local members = redis.call('ZRANGE', zset, at, at + n - 1)
+  for _, member in ipairs(members) do
+    local id, life = member, nil
+    if by_entry then
+      id, life = split_entry(member)
+    end
+    if not W.visit(id, life) then
+      at = at + 1
+    end
+  end
+  W.looked = W.looked + #members
+  return at
+end
+
 -- sweep_ready(W, ready, prio, n) -> entries left in these ready keys, after
 --   visiting up to n of them
 local function sweep_ready(W, ready, prio, n)
