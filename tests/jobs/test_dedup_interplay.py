@@ -1,0 +1,295 @@
+"""Where dedup modes, fair-share groups and bulk operations meet: a keep_last
+follow-up through bulk cancels, groups, pauses and deletes; debounce and
+throttle markers through update, retry, promote, purge and delete_queue
+(against a real redis-server and real workers)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+import redis
+
+import worqr
+from tests.support.mesh import keys_under, queue_keys
+from tests.support.waiting import wait_until
+
+from .conftest import Running, fast_worker
+from .test_dedup import debounce, keep_last, marker, state, throttle
+from .test_group_bulk import ring
+from .test_group_tallies import tallied, walked
+from .test_lifecycle import finish, take
+
+Make = Callable[..., worqr.Worqr]
+LIVE = ("delayed", "queued", "active", "retrying", "waiting")
+
+
+def live(client: worqr.Worqr) -> dict[str, int]:
+    counts = client.count_jobs("q")
+    return {name: counts.get(name, 0) for name in LIVE if counts.get(name, 0)}
+
+
+def assert_tallies(raw: redis.Redis, prefix: str) -> None:
+    assert tallied(raw, prefix) == walked(raw, prefix)
+
+
+def running_with_follow_up(
+    producer: worqr.Worqr, worker: worqr.Worqr, **options: object
+) -> tuple[worqr.JobRef, worqr.JobRef, object]:
+    """A keep_last job active (taken by ``worker``) and its follow-up waiting."""
+    first = producer.submit("q", "v1", dedup=keep_last(), retries=1, **options)  # type: ignore[arg-type]
+    [process] = take(worker)
+    follow = producer.submit("q", "v2", dedup=keep_last(), **options)  # type: ignore[arg-type]
+    assert state(producer, follow.id) == "waiting"
+    return first, follow, process
+
+
+# -- 1. a follow-up through bulk and single cancels ------------------------------
+
+
+@pytest.mark.parametrize("state_filter", [None, "waiting"])
+@pytest.mark.parametrize("end", ["finish", "fail", "cancel"])
+def test_a_bulk_cancelled_follow_up_never_runs_and_the_key_is_free(
+    make: Make, redis_client: redis.Redis, prefix: str, state_filter: str | None, end: str
+) -> None:
+    producer, worker = make(), make(start=True)
+    first, follow, process = running_with_follow_up(producer, worker)
+    cancelled = producer.cancel_jobs("q", state=state_filter)
+    assert cancelled == (2 if state_filter is None else 1)
+    assert state(producer, follow.id) == "cancelled"
+    if state_filter == "waiting":
+        assert state(producer, first.id) == "active"
+        if end == "finish":
+            assert finish(worker, process)  # type: ignore[arg-type]
+        elif end == "fail":
+            worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="E")  # type: ignore[arg-type]
+        else:
+            assert producer.cancel_job("q", first.id)
+    assert state(producer, follow.id) == "cancelled"
+    assert take(worker) == []
+    assert live(producer) == {}
+    assert marker(redis_client, prefix, "keep_last:k") is None
+    assert redis_client.zcard(queue_keys(prefix, "q").job_waiting) == 0
+    again = producer.submit("q", "v3", dedup=keep_last())
+    assert not again.duplicate and state(producer, again.id) == "queued"
+
+
+def test_cancel_job_of_a_follow_up_then_every_end_leaves_the_key_free(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    producer, worker = make(), make(start=True)
+    first, follow, process = running_with_follow_up(producer, worker)
+    assert producer.cancel_job("q", follow.id)
+    assert live(producer) == {"active": 1}
+    worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="E")  # type: ignore[arg-type]
+    assert take(worker) == [] and live(producer) == {}
+    assert marker(redis_client, prefix, "keep_last:k") is None
+    assert not producer.submit("q", "v3", dedup=keep_last()).duplicate
+
+
+def test_cancel_jobs_of_every_state_reaches_a_delayed_follow_up_of_a_retrying_job(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    """The retrying job's cancel places its follow-up (delayed by its own delay):
+    the bulk cancel of every state must not leave it to run later."""
+    producer, worker = make(), make(start=True)
+    first = producer.submit("q", "v1", dedup=keep_last(), retries=1)
+    [process] = take(worker)
+    assert worker.internals.fail_job(process, mode="error", delay=60, retries=1, error="E")
+    assert state(producer, first.id) == "retrying"
+    follow = producer.submit("q", "v2", delay=30, dedup=keep_last())
+    assert state(producer, follow.id) == "waiting"
+    assert producer.cancel_jobs("q") == 2
+    assert state(producer, follow.id) == "cancelled"
+    assert live(producer) == {}
+    assert marker(redis_client, prefix, "keep_last:k") is None
+
+
+def test_cancel_jobs_active_places_the_follow_up_and_counts_stay_exact(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    producer, worker = make(), make(start=True)
+    first, follow, _ = running_with_follow_up(producer, worker)
+    assert producer.cancel_jobs("q", state="active") == 1
+    assert state(producer, first.id) == "cancelled" and state(producer, follow.id) == "queued"
+    assert live(producer) == {"queued": 1}
+    held = marker(redis_client, prefix, "keep_last:k")
+    assert held is not None and held.decode().startswith(f"{follow.id}#")
+    [after] = take(worker)
+    assert after.job_id == follow.id
+
+
+# -- 2. a bulk cancel that places a follow-up wakes an idle worker ------------------
+
+
+def test_a_follow_up_placed_by_cancel_jobs_starts_at_once(
+    make: Make, redis_url: str, prefix: str, running: Running
+) -> None:
+    """poll_interval is 30 s: only the bulk cancel that ends the run can start
+    the follow-up soon."""
+    gate = threading.Event()
+    worker = fast_worker(redis_url, prefix, poll_interval=30.0)
+
+    @worker.job("q", retries=0)
+    async def handle(value: str) -> str:
+        if value == "first":
+            await asyncio.to_thread(gate.wait, 20)
+        return f"ran {value}"
+
+    running.start(worker)
+    producer = make()
+    try:
+        first = producer.submit("q", "first", dedup=keep_last())
+        wait_until(lambda: state(producer, first.id) == "active", timeout=10)
+        follow = producer.submit("q", "next", dedup=keep_last())
+        time.sleep(0.3)  # the worker's handler slot frees up; it goes idle (a 30 s poll)
+        started = time.monotonic()
+        assert producer.cancel_jobs("q", state="active") == 1
+        assert producer.result("q", follow.id, timeout=10) == "ran next"
+        assert time.monotonic() - started < 5  # not a 30 s poll
+    finally:
+        gate.set()
+
+
+# -- 3. dedup and groups -----------------------------------------------------------
+
+
+def test_a_debounce_replace_keeps_the_first_jobs_group(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    producer = make()
+    first = producer.submit("q", "v1", group="a", delay=30, dedup=debounce())
+    again = producer.submit("q", "v2", group="b", dedup=debounce())  # due now: queued
+    assert again.id == first.id and again.duplicate
+    info = producer.get_job("q", first.id)
+    assert info is not None and (info.group, info.state, info.payload) == ("a", "queued", "v2")
+    groups = {g.name: (g.queued, g.delayed) for g in producer.get_groups("q")[0]}
+    assert groups == {"a": (1, 0)}
+    assert ring(redis_client, prefix) == [b"a"]
+    assert_tallies(redis_client, prefix)
+
+
+@pytest.mark.parametrize("end", ["finish", "fail", "cancel", "cancel_jobs"])
+def test_a_grouped_follow_up_joins_its_group_when_the_run_ends(
+    make: Make, redis_client: redis.Redis, prefix: str, end: str
+) -> None:
+    producer, worker = make(), make(start=True)
+    first, follow, process = running_with_follow_up(producer, worker, group="a")
+    assert producer.submit("q", "v3", group="a", dedup=keep_last()).id == follow.id
+    assert {g.name: (g.queued, g.active) for g in producer.get_groups("q")[0]} == {"a": (0, 1)}
+    assert_tallies(redis_client, prefix)
+    if end == "finish":
+        assert finish(worker, process)  # type: ignore[arg-type]
+    elif end == "fail":
+        worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="E")  # type: ignore[arg-type]
+    elif end == "cancel":
+        assert producer.cancel_job("q", first.id)
+    else:
+        assert producer.cancel_jobs("q", state="active", group="a") == 1
+    assert state(producer, follow.id) == "queued"
+    assert {g.name: (g.queued, g.active) for g in producer.get_groups("q")[0]} == {"a": (1, 0)}
+    assert ring(redis_client, prefix) == [b"a"]
+    assert_tallies(redis_client, prefix)
+    [after] = take(worker)
+    assert (after.job_id, after.task) == (follow.id, "v3")
+    assert finish(worker, after)
+    assert producer.get_groups("q") == ([], None)
+    assert_tallies(redis_client, prefix)
+
+
+def test_a_bulk_cancel_of_one_group_reaches_its_waiting_follow_up(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    producer, worker = make(), make(start=True)
+    first, follow, _ = running_with_follow_up(producer, worker, group="a")
+    other = producer.submit("q", "x", group="b")
+    assert producer.cancel_jobs("q", group="a") == 2
+    assert state(producer, follow.id) == "cancelled" and state(producer, other.id) == "queued"
+    assert live(producer) == {"queued": 1}
+    assert marker(redis_client, prefix, "keep_last:k") is None
+    assert_tallies(redis_client, prefix)
+
+
+# -- 4. markers through update, retry, promote, purge and delete_queue ----------------
+
+
+def test_update_job_keeps_a_debounce_marker_on_the_jobs_new_entry(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    producer, worker = make(), make(start=True)
+    first = producer.submit("q", "v1", group="a", dedup=debounce())
+    assert producer.update_job("q", first.id, priority=3)  # a new entry in its group
+    assert producer.update_job("q", first.id, delay=60)  # delayed
+    assert producer.update_job("q", first.id, delay=0, payload="v2")  # queued again
+    assert producer.submit("q", "v3", dedup=debounce()) == worqr.JobRef("q", first.id, True)
+    assert live(producer) == {"queued": 1}
+    [process] = take(worker)
+    assert (process.job_id, process.task) == (first.id, "v3")
+    assert_tallies(redis_client, prefix)
+
+
+def test_promote_and_retry_keep_a_debounce_key_to_one_job(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    producer = make()
+    first = producer.submit("q", "v1", delay=60, dedup=debounce())
+    assert producer.promote_jobs("q") == 1
+    assert producer.submit("q", "v2", dedup=debounce()) == worqr.JobRef("q", first.id, True)
+    assert producer.cancel_job("q", first.id)
+    assert producer.retry_jobs("q") == 1
+    assert producer.submit("q", "v3", dedup=debounce()) == worqr.JobRef("q", first.id, True)
+    assert live(producer) == {"queued": 1}
+
+
+def test_purge_of_a_throttled_job_keeps_the_throttle(make: Make) -> None:
+    producer = make()
+    first = producer.submit("q", "v1", dedup=throttle(ttl=60))
+    assert producer.cancel_job("q", first.id)
+    assert producer.purge_jobs("q", "cancelled") == 1
+    again = producer.submit("q", "v2", dedup=throttle(ttl=60))  # the marker lives its ttl
+    assert again.id == first.id and again.duplicate
+    assert live(producer) == {}
+
+
+@pytest.mark.parametrize("if_idle", [False, True])
+def test_delete_queue_leaves_no_dedup_key(
+    make: Make, redis_client: redis.Redis, prefix: str, if_idle: bool
+) -> None:
+    producer, worker = make(), make(start=True)
+    running_with_follow_up(producer, worker, group="a")
+    producer.submit("q", "t", dedup=throttle("t", ttl=60))
+    producer.submit("q", "d", delay=60, dedup=debounce("d"))
+    if if_idle:
+        with pytest.raises(worqr.QueueBusyError):
+            producer.delete_queue("q", if_idle=True)
+        producer.cancel_jobs("q", state="active")
+    producer.delete_queue("q", if_idle=if_idle)
+    tag = queue_keys(prefix, "q").tag
+    left = [k for k in keys_under(redis_client, prefix) if k.decode().startswith(tag)]
+    assert left in ([], [queue_keys(prefix, "q").job_applied.encode()])
+    assert not producer.submit("q", "t", dedup=throttle("t", ttl=60)).duplicate
+    assert not producer.submit("q", "k", dedup=keep_last()).duplicate
+
+
+# -- 5. pauses ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("paused", ["queue", "group"])
+def test_a_follow_up_placed_into_a_pause_waits_for_the_resume(
+    make: Make, redis_client: redis.Redis, prefix: str, paused: str
+) -> None:
+    producer, worker = make(), make(start=True)
+    first, follow, process = running_with_follow_up(producer, worker, group="a")
+    group = "a" if paused == "group" else None
+    producer.pause("q", group=group)
+    assert finish(worker, process)  # type: ignore[arg-type]
+    assert state(producer, follow.id) == "queued"
+    assert take(worker) == []
+    assert_tallies(redis_client, prefix)
+    producer.resume("q", group=group)
+    [after] = take(worker)
+    assert after.job_id == follow.id
+    assert_tallies(redis_client, prefix)
