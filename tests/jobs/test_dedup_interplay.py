@@ -16,6 +16,7 @@ import redis
 import worqr
 from tests.support.mesh import keys_under, queue_keys
 from tests.support.waiting import wait_until
+from worqr._jobs import JobProcess
 
 from .conftest import Running, fast_worker
 from .test_dedup import debounce, keep_last, marker, state, throttle
@@ -37,12 +38,12 @@ def assert_tallies(raw: redis.Redis, prefix: str) -> None:
 
 
 def running_with_follow_up(
-    producer: worqr.Worqr, worker: worqr.Worqr, **options: object
-) -> tuple[worqr.JobRef, worqr.JobRef, object]:
+    producer: worqr.Worqr, worker: worqr.Worqr, group: str | None = None
+) -> tuple[worqr.JobRef, worqr.JobRef, JobProcess]:
     """A keep_last job active (taken by ``worker``) and its follow-up waiting."""
-    first = producer.submit("q", "v1", dedup=keep_last(), retries=1, **options)  # type: ignore[arg-type]
+    first = producer.submit("q", "v1", dedup=keep_last(), retries=1, group=group)
     [process] = take(worker)
-    follow = producer.submit("q", "v2", dedup=keep_last(), **options)  # type: ignore[arg-type]
+    follow = producer.submit("q", "v2", dedup=keep_last(), group=group)
     assert state(producer, follow.id) == "waiting"
     return first, follow, process
 
@@ -63,9 +64,9 @@ def test_a_bulk_cancelled_follow_up_never_runs_and_the_key_is_free(
     if state_filter == "waiting":
         assert state(producer, first.id) == "active"
         if end == "finish":
-            assert finish(worker, process)  # type: ignore[arg-type]
+            assert finish(worker, process)
         elif end == "fail":
-            worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="E")  # type: ignore[arg-type]
+            worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="E")
         else:
             assert producer.cancel_job("q", first.id)
     assert state(producer, follow.id) == "cancelled"
@@ -81,10 +82,10 @@ def test_cancel_job_of_a_follow_up_then_every_end_leaves_the_key_free(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:
     producer, worker = make(), make(start=True)
-    first, follow, process = running_with_follow_up(producer, worker)
+    _, follow, process = running_with_follow_up(producer, worker)
     assert producer.cancel_job("q", follow.id)
     assert live(producer) == {"active": 1}
-    worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="E")  # type: ignore[arg-type]
+    worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="E")
     assert take(worker) == [] and live(producer) == {}
     assert marker(redis_client, prefix, "keep_last:k") is None
     assert not producer.submit("q", "v3", dedup=keep_last()).duplicate
@@ -126,7 +127,7 @@ def test_cancel_jobs_active_places_the_follow_up_and_counts_stay_exact(
 
 
 def test_a_follow_up_placed_by_cancel_jobs_starts_at_once(
-    make: Make, redis_url: str, prefix: str, running: Running
+    make: Make, redis_client: redis.Redis, redis_url: str, prefix: str, running: Running
 ) -> None:
     """poll_interval is 30 s: only the bulk cancel that ends the run can start
     the follow-up soon."""
@@ -145,7 +146,8 @@ def test_a_follow_up_placed_by_cancel_jobs_starts_at_once(
         first = producer.submit("q", "first", dedup=keep_last())
         wait_until(lambda: state(producer, first.id) == "active", timeout=10)
         follow = producer.submit("q", "next", dedup=keep_last())
-        time.sleep(0.3)  # the worker's handler slot frees up; it goes idle (a 30 s poll)
+        idle = queue_keys(prefix, "q").idle  # the worker waits for work (a 30 s poll)
+        wait_until(lambda: redis_client.scard(idle) == 1, timeout=10)
         started = time.monotonic()
         assert producer.cancel_jobs("q", state="active") == 1
         assert producer.result("q", follow.id, timeout=10) == "ran next"
@@ -182,9 +184,9 @@ def test_a_grouped_follow_up_joins_its_group_when_the_run_ends(
     assert {g.name: (g.queued, g.active) for g in producer.get_groups("q")[0]} == {"a": (0, 1)}
     assert_tallies(redis_client, prefix)
     if end == "finish":
-        assert finish(worker, process)  # type: ignore[arg-type]
+        assert finish(worker, process)
     elif end == "fail":
-        worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="E")  # type: ignore[arg-type]
+        worker.internals.fail_job(process, mode="fail", delay=0, retries=0, error="E")
     elif end == "cancel":
         assert producer.cancel_job("q", first.id)
     else:
@@ -204,7 +206,7 @@ def test_a_bulk_cancel_of_one_group_reaches_its_waiting_follow_up(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:
     producer, worker = make(), make(start=True)
-    first, follow, _ = running_with_follow_up(producer, worker, group="a")
+    _, follow, _ = running_with_follow_up(producer, worker, group="a")
     other = producer.submit("q", "x", group="b")
     assert producer.cancel_jobs("q", group="a") == 2
     assert state(producer, follow.id) == "cancelled" and state(producer, other.id) == "queued"
@@ -282,10 +284,10 @@ def test_a_follow_up_placed_into_a_pause_waits_for_the_resume(
     make: Make, redis_client: redis.Redis, prefix: str, paused: str
 ) -> None:
     producer, worker = make(), make(start=True)
-    first, follow, process = running_with_follow_up(producer, worker, group="a")
+    _, follow, process = running_with_follow_up(producer, worker, group="a")
     group = "a" if paused == "group" else None
     producer.pause("q", group=group)
-    assert finish(worker, process)  # type: ignore[arg-type]
+    assert finish(worker, process)
     assert state(producer, follow.id) == "queued"
     assert take(worker) == []
     assert_tallies(redis_client, prefix)
