@@ -156,6 +156,30 @@ def test_a_follow_up_placed_by_cancel_jobs_starts_at_once(
         gate.set()
 
 
+def test_a_follow_up_placed_by_a_finish_that_takes_nothing_wakes_an_idle_worker(
+    make: Make, redis_client: redis.Redis, redis_url: str, prefix: str, running: Running
+) -> None:
+    """The run ends in a finishing take that wants no job (count 0: a worker at
+    its concurrency, or stopping): another worker, idle on a 30 s poll, must be
+    woken for the follow-up it placed."""
+    producer, holder = make(), make(start=True)
+    first, follow, process = running_with_follow_up(producer, holder)
+    worker = fast_worker(redis_url, prefix, poll_interval=30.0)
+
+    @worker.job("q")
+    def handle(value: str) -> str:
+        return f"ran {value}"
+
+    running.start(worker)
+    idle = queue_keys(prefix, "q").idle
+    wait_until(lambda: redis_client.sismember(idle, worker.worker_id), timeout=10)
+    started = time.monotonic()
+    assert finish(holder, process)
+    assert producer.result("q", follow.id, timeout=10) == "ran v2"
+    assert time.monotonic() - started < 5  # not a 30 s poll
+    assert state(producer, first.id) == "finished"
+
+
 # -- 3. dedup and groups -----------------------------------------------------------
 
 
