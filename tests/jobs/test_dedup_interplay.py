@@ -126,11 +126,12 @@ def test_cancel_jobs_active_places_the_follow_up_and_counts_stay_exact(
 # -- 2. a bulk cancel that places a follow-up wakes an idle worker ------------------
 
 
-def test_a_follow_up_placed_by_cancel_jobs_starts_at_once(
-    make: Make, redis_client: redis.Redis, redis_url: str, prefix: str, running: Running
+@pytest.mark.parametrize("how", ["cancel_jobs", "cancel_tasks"])
+def test_a_follow_up_placed_by_a_bulk_cancel_starts_at_once(
+    make: Make, redis_client: redis.Redis, redis_url: str, prefix: str, running: Running, how: str
 ) -> None:
-    """poll_interval is 30 s: only the bulk cancel that ends the run can start
-    the follow-up soon."""
+    """poll_interval is 30 s: only the bulk cancel (of a state, or by payload)
+    that ends the run can start the follow-up soon."""
     gate = threading.Event()
     worker = fast_worker(redis_url, prefix, poll_interval=30.0)
 
@@ -149,7 +150,10 @@ def test_a_follow_up_placed_by_cancel_jobs_starts_at_once(
         idle = queue_keys(prefix, "q").idle  # the worker waits for work (a 30 s poll)
         wait_until(lambda: redis_client.scard(idle) == 1, timeout=10)
         started = time.monotonic()
-        assert producer.cancel_jobs("q", state="active") == 1
+        if how == "cancel_jobs":
+            assert producer.cancel_jobs("q", state="active") == 1
+        else:
+            assert producer.cancel_tasks("q", "first") == 1
         assert producer.result("q", follow.id, timeout=10) == "ran next"
         assert time.monotonic() - started < 5  # not a 30 s poll
     finally:
