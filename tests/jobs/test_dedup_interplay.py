@@ -19,7 +19,7 @@ from tests.support.waiting import wait_until
 from worqr._jobs import JobProcess
 
 from .conftest import Running, fast_worker
-from .test_dedup import debounce, keep_last, marker, state, throttle
+from .test_dedup import debounce, keep_last, marker, payload, state, throttle
 from .test_group_bulk import ring
 from .test_group_tallies import tallied, walked
 from .test_lifecycle import finish, take
@@ -259,6 +259,26 @@ def test_update_job_keeps_a_debounce_marker_on_the_jobs_new_entry(
     [process] = take(worker)
     assert (process.job_id, process.task) == (first.id, "v3")
     assert_tallies(redis_client, prefix)
+
+
+def test_update_job_of_a_retrying_debounced_job_leaves_the_keys_newer_job_its_marker(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    """Once a debounced job ran, the next submit creates the key's next job: an
+    update of the older one (retrying) must not take the key back from it."""
+    producer, worker = make(), make(start=True)
+    first = producer.submit("q", "v1", dedup=debounce(), retries=1)
+    [process] = take(worker)
+    assert worker.internals.fail_job(process, mode="error", delay=60, retries=1, error="E")
+    second = producer.submit("q", "v2", dedup=debounce())
+    assert not second.duplicate and state(producer, second.id) == "queued"
+    assert producer.update_job("q", first.id, priority=2)
+    assert producer.update_job("q", first.id, payload="v1 again", delay=30)
+    assert state(producer, first.id) == "retrying"
+    assert producer.submit("q", "v3", dedup=debounce()) == worqr.JobRef("q", second.id, True)
+    assert payload(producer, second.id) == "v3"
+    held = marker(redis_client, prefix, "debounce:k")
+    assert held is not None and held.decode().startswith(f"{second.id}#")
 
 
 def test_promote_and_retry_keep_a_debounce_key_to_one_job(
