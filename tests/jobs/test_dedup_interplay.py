@@ -230,6 +230,26 @@ def test_a_grouped_follow_up_joins_its_group_when_the_run_ends(
     assert_tallies(redis_client, prefix)
 
 
+def test_follow_ups_that_bring_groups_back_in_a_take_keep_the_groups_default_limits(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    """The queue has no group when the take begins (its runs have none); the
+    follow-ups its finishes place are of group a: the same take starts no more
+    of them than the queue's group_max_active."""
+    producer, worker = make(), make(start=True)
+    producer.configure_queue("q", group_max_active=1)
+    for key in ("k1", "k2"):
+        producer.submit("q", "run", dedup=keep_last(key))
+    held = take(worker)
+    assert len(held) == 2
+    follows = [producer.submit("q", "next", group="a", dedup=keep_last(k)) for k in ("k1", "k2")]
+    assert all(state(producer, f.id) == "waiting" for f in follows)
+    _, taken, _ = worker.internals.take_jobs("q", [(p, "s", b"") for p in held], 10)
+    assert len(taken) == 1  # group a's max_active
+    assert {g.name: (g.queued, g.active) for g in producer.get_groups("q")[0]} == {"a": (1, 1)}
+    assert_tallies(redis_client, prefix)
+
+
 def test_a_bulk_cancel_of_one_group_reaches_its_waiting_follow_up(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:
