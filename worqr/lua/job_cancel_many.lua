@@ -62,7 +62,8 @@ local processes = KEYS[16]
 local stats = KEYS[17]
 flow_keys(J, 18)
 local config = KEYS[24]
-J.members, J.idle = KEYS[25], KEYS[26]
+local members = KEYS[25]
+local idle = KEYS[26]
 
 local state = ARGV[1]
 local count = tonumber(ARGV[2])
@@ -73,7 +74,7 @@ local notify = ARGV[6]
 local policy = cjson.decode(ARGV[7])
 local group = ARGV[8] ~= '' and ARGV[8] or nil
 local wake_prefix = ARGV[9]
-J.stats, J.notify = stats, notify
+J.stats, J.notify, J.members, J.idle = stats, notify, members, idle
 
 local refused = wrong_kind(config, 'jobs')
 if refused then

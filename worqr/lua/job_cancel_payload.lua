@@ -38,7 +38,8 @@ local J = job_keys()
 local processes = KEYS[16]
 local stats = KEYS[17]
 flow_keys(J, 18)
-J.members, J.idle = KEYS[24], KEYS[25]
+local members = KEYS[24]
+local idle = KEYS[25]
 
 local payload = ARGV[1]
 local events = ARGV[2]
@@ -48,7 +49,7 @@ local policy = cjson.decode(ARGV[5])
 local cursor = ARGV[6]
 local page = tonumber(ARGV[7])
 local wake_prefix = ARGV[8]
-J.stats, J.notify = stats, notify
+J.stats, J.notify, J.members, J.idle = stats, notify, members, idle
 
 local now = now_ms()
 local matching = {}
