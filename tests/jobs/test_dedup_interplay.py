@@ -5,8 +5,6 @@ throttle markers through update, retry, promote, purge and delete_queue
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import time
 from collections.abc import Callable
 
@@ -123,41 +121,8 @@ def test_cancel_jobs_active_places_the_follow_up_and_counts_stay_exact(
     assert after.job_id == follow.id
 
 
-# -- 2. a bulk cancel that places a follow-up wakes an idle worker ------------------
-
-
-@pytest.mark.parametrize("how", ["cancel_jobs", "cancel_tasks"])
-def test_a_follow_up_placed_by_a_bulk_cancel_starts_at_once(
-    make: Make, redis_client: redis.Redis, redis_url: str, prefix: str, running: Running, how: str
-) -> None:
-    """poll_interval is 30 s: only the bulk cancel (of a state, or by payload)
-    that ends the run can start the follow-up soon."""
-    gate = threading.Event()
-    worker = fast_worker(redis_url, prefix, poll_interval=30.0)
-
-    @worker.job("q", retries=0)
-    async def handle(value: str) -> str:
-        if value == "first":
-            await asyncio.to_thread(gate.wait, 20)
-        return f"ran {value}"
-
-    running.start(worker)
-    producer = make()
-    try:
-        first = producer.submit("q", "first", dedup=keep_last())
-        wait_until(lambda: state(producer, first.id) == "active", timeout=10)
-        follow = producer.submit("q", "next", dedup=keep_last())
-        idle = queue_keys(prefix, "q").idle  # the worker waits for work (a 30 s poll)
-        wait_until(lambda: redis_client.scard(idle) == 1, timeout=10)
-        started = time.monotonic()
-        if how == "cancel_jobs":
-            assert producer.cancel_jobs("q", state="active") == 1
-        else:
-            assert producer.cancel_tasks("q", "first") == 1
-        assert producer.result("q", follow.id, timeout=10) == "ran next"
-        assert time.monotonic() - started < 5  # not a 30 s poll
-    finally:
-        gate.set()
+# -- 2. a follow-up placed without a take wakes an idle worker -----------------------
+# (the bulk cancels: tests/jobs/test_dedup.py's test_a_follow_up_starts_at_once...)
 
 
 def test_a_follow_up_placed_by_a_finish_that_takes_nothing_wakes_an_idle_worker(
