@@ -342,12 +342,13 @@ def test_keep_last_never_runs_two_of_a_key_at_once(
     assert len(runs) >= 2 and runs[-1] == last
 
 
-@pytest.mark.parametrize("end", ["finished", "failed", "cancelled"])
+@pytest.mark.parametrize("end", ["finished", "failed", "cancelled", "cancel_jobs", "cancel_tasks"])
 def test_a_follow_up_starts_at_once_when_the_run_ends(
-    make: Make, redis_url: str, prefix: str, running: Running, end: str
+    make: Make, redis_client: redis.Redis, redis_url: str, prefix: str, running: Running, end: str
 ) -> None:
     """poll_interval is 30 s: only the script that ends the run (the finishing
-    take, job_fail, job_cancel) can start the follow-up soon."""
+    take, job_fail, job_cancel; the bulk cancels of a state, job_cancel_many, or
+    by payload, job_cancel_payload) can start the follow-up soon."""
     gate = threading.Event()
     worker = fast_worker(redis_url, prefix, poll_interval=30.0)
 
@@ -366,13 +367,21 @@ def test_a_follow_up_starts_at_once_when_the_run_ends(
         wait_until(lambda: state(producer, first.id) == "active", timeout=10)
         follow = producer.submit("q", "next", dedup=keep_last())
         assert state(producer, follow.id) == "waiting"
+        idle = MeshKeys(prefix).queue("q").idle  # the worker waits for work (a 30 s poll)
+        wait_until(lambda: redis_client.scard(idle) == 1, timeout=10)
         started = time.monotonic()
         if end == "cancelled":
             assert producer.cancel_job("q", first.id)
+        elif end == "cancel_jobs":
+            assert producer.cancel_jobs("q", state="active") == 1
+        elif end == "cancel_tasks":
+            assert producer.cancel_tasks("q", "first") == 1
         else:
             gate.set()
         assert producer.result("q", follow.id, timeout=10) == "ran next"
         assert time.monotonic() - started < 5  # not a 30 s poll
-        assert state(producer, first.id) == end
+        assert state(producer, first.id) == {"finished": "finished", "failed": "failed"}.get(
+            end, "cancelled"
+        )
     finally:
         gate.set()

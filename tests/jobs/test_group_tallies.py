@@ -2,7 +2,8 @@
 keep in the queue's config (lua/lib/group.lua's tally_groups, read by the
 exporter in O(1)) stay equal to a walk of every group record, through random
 submits, takes, finishes, RateLimited closes and reopens, pauses, limits,
-cancels and deletes (against a real redis-server)."""
+cancels and deletes, with debounce and keep_last submits among them (against a
+real redis-server)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,21 @@ class Ops:
             "q", ["x"] * rng.randint(1, 4), group=self.group() if grouped else None, **options
         )
 
+    def dedup(self) -> None:
+        """A debounce or keep_last submit (a follow-up while its key's job runs),
+        in a group or none: follow-ups join their group when the run ends."""
+        rng = self.rng
+        key = f"k{rng.randint(1, 3)}"
+        self.producer.submit(
+            "q",
+            "x",
+            dedup=rng.choice(
+                [worqr.Dedup(key, mode="debounce"), worqr.Dedup(key, mode="keep_last")]
+            ),
+            group=self.group() if rng.random() < 0.85 else None,
+            delay=rng.choice([0, 0, 0, 0.01]),
+        )
+
     def take(self) -> None:
         self.held += take(self.worker, self.rng.randint(1, 4))
 
@@ -107,6 +123,7 @@ class Ops:
 
 WEIGHTS = {
     "submit": 30,
+    "dedup": 10,
     "take": 25,
     "finish": 15,
     "rate_limited": 5,

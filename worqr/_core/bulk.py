@@ -41,9 +41,12 @@ from .state import CoreState, text
 BULK_CHUNK = 1000
 """Jobs (index entries) one script call of a bulk operation handles at most."""
 
-CANCELLABLE = {"delayed": "d", "retrying": "r", "waiting": "w", "queued": "q", "active": "a"}
+CANCELLABLE = {"waiting": "w", "delayed": "d", "retrying": "r", "queued": "q", "active": "a"}
 """The live states by code, in the order `cancel_jobs` visits them with no state: the
-ones jobs come from first (a delayed job may become queued, a queued one active)."""
+ones jobs come from first (a delayed job may become queued, a queued one active).
+Waiting comes first: cancelling a retrying or active keep_last job places its
+waiting follow-up, delayed or queued, so a follow-up left for later would outlive
+a cancel of every state (a cancelled follow-up is placed by nothing)."""
 RETRYABLE = {"failed": "x", "cancelled": "c"}
 PURGEABLE = {"finished": "f", "failed": "x", "cancelled": "c"}
 

@@ -22,8 +22,26 @@ def job_cancel_many(
     # Resend-safe: a cancelled job is no longer live (a resent chunk counts less).
     return Call(
         "job_cancel_many",
-        (*keys.job_keys, keys.processes, keys.stats, *keys.flow_keys, keys.config),
-        (state, count, cursor, keys.events, publish, keys.notify, policy, group or ""),
+        (
+            *keys.job_keys,
+            keys.processes,
+            keys.stats,
+            *keys.flow_keys,
+            keys.config,
+            keys.members,
+            keys.idle,
+        ),
+        (
+            state,
+            count,
+            cursor,
+            keys.events,
+            publish,
+            keys.notify,
+            policy,
+            group or "",
+            keys.wake_prefix,
+        ),
     )
 
 

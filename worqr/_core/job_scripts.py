@@ -180,8 +180,8 @@ def job_cancel_payload(
     # One page of a scan: the caller goes on from the cursor replied until "0".
     return Call(
         "job_cancel_payload",
-        (*keys.job_keys, keys.processes, keys.stats, *keys.flow_keys),
-        (payload, keys.events, publish, keys.notify, policy, cursor, page),
+        (*keys.job_keys, keys.processes, keys.stats, *keys.flow_keys, keys.members, keys.idle),
+        (payload, keys.events, publish, keys.notify, policy, cursor, page, keys.wake_prefix),
     )
 
 

@@ -21,6 +21,8 @@
 -- KEYS[17] stats         hash    lifetime counters of the queue, by event
 -- KEYS[18..23] flow_keys the queue's flow keys (lib/flow)
 -- KEYS[24] config        hash    per-queue options; 'kind' is 'jobs' on a job queue
+-- KEYS[25] members       set     workers of this queue
+-- KEYS[26] idle          set     members waiting for work
 -- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] state             'd' delayed, 'q' queued, 'r' retrying, 'w' waiting, 'a' active
 -- ARGV[2] count             index entries looked at, at most (>= 1)
@@ -32,6 +34,7 @@
 -- ARGV[6] notify            the queue's channel for waiters
 -- ARGV[7] policy            JSON: retention and budgets in ms (JobSettings.policy)
 -- ARGV[8] group             the one group whose jobs are cancelled; '': every job
+-- ARGV[9] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- Reply: {cancelled, looked, left, cursor, ops}: jobs cancelled; entries looked
 --   at; entries left in the index (queued: the ungrouped entries and the queued
 --   count, an upper bound; with a group: its ready entries, or the index's entries
@@ -41,7 +44,8 @@
 --   A resend cancels nothing twice (a cancelled job is no longer live).
 -- Errors: WORQR_TASK_QUEUE when the queue is not a job queue.
 -- Events: 'cancel:<pid>' on events per active job; 'done:<id>' on notify per job
---   someone waits for.
+--   someone waits for; 'work:<n>' to idle workers, or 'due:<ms>', for the
+--   keep_last follow-ups the cancels placed (lib/terminal), as job_cancel.
 --!include publish
 --!include clock
 --!include kind
@@ -52,11 +56,14 @@
 --!include cancel
 --!include group
 --!include sweep
+--!include announce
 local J = job_keys()
 local processes = KEYS[16]
 local stats = KEYS[17]
 flow_keys(J, 18)
 local config = KEYS[24]
+local members = KEYS[25]
+local idle = KEYS[26]
 
 local state = ARGV[1]
 local count = tonumber(ARGV[2])
@@ -66,7 +73,8 @@ local publish = publish_command(ARGV[5])
 local notify = ARGV[6]
 local policy = cjson.decode(ARGV[7])
 local group = ARGV[8] ~= '' and ARGV[8] or nil
-J.stats, J.notify = stats, notify
+local wake_prefix = ARGV[9]
+J.stats, J.notify, J.members, J.idle = stats, notify, members, idle
 
 local refused = wrong_kind(config, 'jobs')
 if refused then
@@ -130,4 +138,5 @@ else
   reply[3] = redis.call('ZCARD', zset)
 end
 reply[2] = W.looked
+announce_followed(J, now, wake_prefix, publish, policy.timer_grace)
 return reply

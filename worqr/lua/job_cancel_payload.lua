@@ -7,6 +7,8 @@
 -- KEYS[16] processes     hash    process id -> entry
 -- KEYS[17] stats         hash    lifetime counters of the queue, by event
 -- KEYS[18..23] flow_keys the queue's flow keys (lib/flow)
+-- KEYS[24] members       set     workers of this queue
+-- KEYS[25] idle          set     members waiting for work
 -- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
 -- ARGV[1] payload           the payload to cancel (exact bytes)
 -- ARGV[2] events            broadcast channel of the queue
@@ -15,6 +17,7 @@
 -- ARGV[5] policy            JSON: retention and budgets in ms (JobSettings.policy)
 -- ARGV[6] cursor            where the scan goes on ('0': from the start)
 -- ARGV[7] page              payloads to look at in this call (HSCAN's COUNT, >= 1)
+-- ARGV[8] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- Reply: {cancelled, ops, cursor, pid1, pid2, ...}: how many jobs; ops three per
 --   outbox operation the cancelled flow jobs wrote (lib/flow), which the caller
 --   relays at once; the cursor of the next page ('0': the scan is over); the
@@ -22,17 +25,21 @@
 --   Resending a call cancels nothing twice (a cancelled job is no longer live).
 -- Errors: none.
 -- Events: 'cancel:<pid>' on events per active job; 'done:<id>' on notify per job
---   someone waits for.
+--   someone waits for; 'work:<n>' to idle workers, or 'due:<ms>', for the
+--   keep_last follow-ups the cancels placed (lib/terminal), as job_cancel.
 --!include publish
 --!include clock
 --!include job_keys
 --!include flow
 --!include jobs
 --!include cancel
+--!include announce
 local J = job_keys()
 local processes = KEYS[16]
 local stats = KEYS[17]
 flow_keys(J, 18)
+local members = KEYS[24]
+local idle = KEYS[25]
 
 local payload = ARGV[1]
 local events = ARGV[2]
@@ -41,7 +48,8 @@ local notify = ARGV[4]
 local policy = cjson.decode(ARGV[5])
 local cursor = ARGV[6]
 local page = tonumber(ARGV[7])
-J.stats, J.notify = stats, notify
+local wake_prefix = ARGV[8]
+J.stats, J.notify, J.members, J.idle = stats, notify, members, idle
 
 local now = now_ms()
 local matching = {}
@@ -63,4 +71,5 @@ for _, id in ipairs(matching) do
     reply[1] = reply[1] + 1
   end
 end
+announce_followed(J, now, wake_prefix, publish, policy.timer_grace)
 return reply

@@ -36,7 +36,8 @@
 --   member (nothing is finished then: resend with count 0); WORQR_TASK_QUEUE when
 --   the queue holds tasks.
 -- Events: 'done:<id>' on notify for a finished job someone waits for; 'work:<n>'
---   to idle workers for promoted (or fired) jobs this call does not take, and to one
+--   to idle workers for promoted (or fired) jobs and keep_last follow-ups its
+--   finishes queued (lib/terminal) that this call does not take, and to one
 --   idle worker when this call's finishes free room under max_active that it does not
 --   take; 'due:<ms>' to the member told when due work comes next (a rate limit's
 --   reopening included).
@@ -103,7 +104,9 @@ local function wake(limits, micros, now, picked, promoted, done, timed)
   if count > 0 then
     redis.call(picked.n < count and picked.more == 0 and 'SADD' or 'SREM', idle, worker)
   end
-  local extra = promoted - picked.n
+  -- made ready and not taken: promoted jobs, and keep_last follow-ups the finishes
+  -- placed (lib/terminal's J.followed; a delayed one is timed work, below)
+  local extra = promoted + (J.followed and J.followed[1] or 0) - picked.n
   if limits and count == 0 and done > 0 and limits.max_active
     and has_ready(J.tasks, J.prio) then
     extra = math.max(extra, 1)  -- room this call freed under max_active and does not take

@@ -1,7 +1,7 @@
 -- job_update: change a delayed, queued or retrying job: its payload (its unique
---   marker moves with it; a dedup key's marker, record field U, stays), its
---   priority and due time (lib/change). Nothing is written when the job is not
---   changeable.
+--   marker moves with it; a dedup key's marker, record field U, stays, and stays
+--   another job's when the key's next job holds it), its priority and due time
+--   (lib/change). Nothing is written when the job is not changeable.
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] members       set     workers of this queue
 -- KEYS[17] idle          set     members waiting for work
@@ -68,6 +68,9 @@ end
 
 -- Nothing refused: from here every change is written.
 local old_entry = entry_of(id, record.l)
+-- The job holds its marker (or takes its new one): a dedup key's marker may be
+-- another job's by now (the key's next job, created once this one ran).
+local holds = record.u and (moves or redis.call('HGET', J.unique, record.u) == old_entry)
 if marker then
   redis.call('HSET', J.data, id, payload)
   if moves then
@@ -80,7 +83,7 @@ end
 
 local due = changes.A or (changes.d and now + changes.d)
 local woken = change_job(J, id, record, changes.P or record.P or 0, due, now)
-if record.u then  -- the marker names this life's entry (a new one, or a new marker)
+if holds then  -- the marker names this life's entry (a new one, or a new marker)
   redis.call('HSET', J.unique, record.u, entry_of(id, record.l))
 end
 save_job(J.jobs, id, record)

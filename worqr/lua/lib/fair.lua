@@ -150,12 +150,22 @@ local function pick_fair(J, G, want, pid_prefix, now_text, micros, skip_budget)
   return P
 end
 
+-- group_defaults(J) -> G, the queue's group defaults read now: the take read none
+--   (the queue had no group), and its finishes placed keep_last follow-ups of a
+--   group (lib/terminal), which turned groups on
+local function group_defaults(J)
+  group_keys(J)
+  local f = redis.call('HMGET', J.gconfig, 'group_rate', 'group_per', 'group_max_active')
+  return {rate = tonumber(f[1]), per = tonumber(f[2]), max_active = tonumber(f[3])}
+end
+
 -- pick_next(J, G, want, pid_prefix, now_text, micros, skip_budget) -> picked: the
 --   pick phase: round robin between groups when the queue has them (J.grouped),
 --   else lib/start's pick_jobs in queue order
 local function pick_next(J, G, want, pid_prefix, now_text, micros, skip_budget)
   if J.grouped then
-    return pick_fair(J, G or {}, want, pid_prefix, now_text, micros, skip_budget)
+    G = G or group_defaults(J)
+    return pick_fair(J, G, want, pid_prefix, now_text, micros, skip_budget)
   end
   return pick_jobs(J, want, pid_prefix, now_text, skip_budget)
 end

@@ -36,8 +36,8 @@ end
 -- one watches). A keep_last key's follow-up (lib/dedup: the record's N, waiting
 -- in J.waiting for this run to end) is placed now and takes the marker: queued,
 -- or delayed when its own due time is later; J.followed counts them (ready,
--- delayed) for the scripts that announce them (lib/announce), the take picks
--- it itself. A throttle marker is not the record's: it lives its ttl.
+-- delayed) for the scripts that announce them (lib/announce; job_take takes a
+-- ready one itself or wakes a worker for it). A throttle marker is not the record's: it lives its ttl.
 -- The caller has taken it out of its previous index, and saves the record.
 -- (A plain job, lib/jobs, has none of these: lib/finish ends a batch of them
 -- with mark_ended and one ZADD.)
