@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._core.limits import rate_fields
@@ -31,6 +32,20 @@ def rate_spec(text: str) -> tuple[int, float]:
     return n, seconds
 
 
+def add_set_or_remove(
+    parser: argparse.ArgumentParser,
+    name: str,
+    kind: Callable[[str], object],
+    metavar: str,
+    help: str,
+    removes: str,
+) -> None:
+    """``--NAME VALUE`` or ``--no-NAME`` (which removes ``removes``), never both."""
+    either = parser.add_mutually_exclusive_group()
+    either.add_argument(f"--{name}", type=kind, metavar=metavar, help=help)
+    either.add_argument(f"--no-{name}", action="store_true", help=f"remove {removes}")
+
+
 def add_limit_command(commands: Subcommands) -> None:
     parser = commands.add_on_queue(
         "limit",
@@ -38,12 +53,10 @@ def add_limit_command(commands: Subcommands) -> None:
         "starts in any SECONDS (spread evenly), at most N active jobs. With no option, "
         "shows them and whether they hold the queue back now.",
     )
-    rate = parser.add_mutually_exclusive_group()
-    rate.add_argument("--rate", type=rate_spec, metavar="N/SECONDS", help="e.g. 20/1 or 100/m")
-    rate.add_argument("--no-rate", action="store_true", help="remove the rate limit")
-    cap = parser.add_mutually_exclusive_group()
-    cap.add_argument("--max-active", type=positive_int, metavar="N", help="cap on active jobs")
-    cap.add_argument("--no-max-active", action="store_true", help="remove the cap")
+    add_set_or_remove(
+        parser, "rate", rate_spec, "N/SECONDS", "e.g. 20/1 or 100/m", "the rate limit"
+    )
+    add_set_or_remove(parser, "max-active", positive_int, "N", "cap on active jobs", "the cap")
     parser.add_argument(
         "--group",
         type=group_name,
@@ -51,25 +64,21 @@ def add_limit_command(commands: Subcommands) -> None:
         help="show or change one fair-share group's own limits instead (over the "
         "queue's --group-rate and --group-max-active)",
     )
-    group_rate = parser.add_mutually_exclusive_group()
-    group_rate.add_argument(
-        "--group-rate",
-        type=rate_spec,
-        metavar="N/SECONDS",
-        help="the rate of every group of the queue (a group's own comes first)",
+    add_set_or_remove(
+        parser,
+        "group-rate",
+        rate_spec,
+        "N/SECONDS",
+        "the rate of every group of the queue (a group's own comes first)",
+        "the groups' rate limit",
     )
-    group_rate.add_argument(
-        "--no-group-rate", action="store_true", help="remove the groups' rate limit"
-    )
-    group_cap = parser.add_mutually_exclusive_group()
-    group_cap.add_argument(
-        "--group-max-active",
-        type=positive_int,
-        metavar="N",
-        help="the cap on active jobs of every group of the queue",
-    )
-    group_cap.add_argument(
-        "--no-group-max-active", action="store_true", help="remove the groups' cap"
+    add_set_or_remove(
+        parser,
+        "group-max-active",
+        positive_int,
+        "N",
+        "the cap on active jobs of every group of the queue",
+        "the groups' cap",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     add_connection_options(parser)
