@@ -40,6 +40,7 @@ from .config import MAX_WAIT_SECONDS
 from .rules import (
     CURSOR_PATTERN,
     SCHEDULE_NAME_PATTERN,
+    STRICT,
     WHOLE,
     Base64,
     GroupName,
@@ -48,7 +49,6 @@ from .rules import (
     Seconds,
     seconds,
 )
-from .rules import STRICT as _STRICT
 
 FIELD_CODES = {"group": "invalid_group", "dedup": "invalid_dedup"}
 """The error code of a body whose only bad field is one of these (else
@@ -61,7 +61,7 @@ class NoNulls(BaseModel):
     """A body whose fields are left out rather than set to null: null is
     refused, so "given" has one meaning (and `oneOf` rules hold)."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     @model_validator(mode="before")
     @classmethod
@@ -284,7 +284,7 @@ class CancelTasksBody(NoNulls):
 class Rate(BaseModel):
     """At most ``starts`` job starts in any ``seconds``, spaced evenly."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     starts: Annotated[int, Field(ge=1, le=MAX_COUNT), WHOLE]
     seconds: Annotated[float, Field(ge=MIN_RATE_SECONDS, le=MAX_RATE_SECONDS, allow_inf_nan=False)]
@@ -295,7 +295,7 @@ class LimitsBody(BaseModel):
     null removes it."""
 
     model_config = ConfigDict(
-        **_STRICT,
+        **STRICT,
         json_schema_extra={
             "examples": [{"rate": {"starts": 20, "seconds": 1}, "max_active": 5}, {"rate": None}]
         },
@@ -319,7 +319,7 @@ class PauseBody(NoNulls):
     fair-share groups, or one of its schedules."""
 
     model_config = ConfigDict(
-        **_STRICT,
+        **STRICT,
         json_schema_extra={
             "not": {"required": ["group", "schedule"]},
             "examples": [{}, {"group": "acme"}, {"schedule": "nightly"}],
@@ -357,7 +357,7 @@ assert set(JobStateName.__args__) == set(STATES)  # type: ignore[attr-defined]
 
 
 class ListJobsQuery(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
 
     state: JobStateName
     limit: Limit = 100
@@ -368,14 +368,14 @@ class ListJobsQuery(BaseModel):
 
 
 class PageQuery(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
 
     limit: Limit = 100
     cursor: Cursor | SkipJsonSchema[None] = None
 
 
 class WaitQuery(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
 
     wait: Annotated[
         float,
@@ -419,7 +419,7 @@ class PromoteJobsBody(NoNulls):
 
 
 class PurgeJobsQuery(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
 
     state: Literal["finished", "failed", "cancelled"]
     older_than: Annotated[
@@ -468,6 +468,6 @@ class UpdateJobBody(NoNulls):
 
 
 class DeleteQueueQuery(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
 
     if_idle: bool = Field(False, description="refuse (409 queue_busy) while a job is in process")
