@@ -130,7 +130,8 @@ def test_a_follow_up_placed_by_a_finish_that_takes_nothing_wakes_an_idle_worker(
 ) -> None:
     """The run ends in a finishing take that wants no job (count 0: a worker at
     its concurrency, or stopping): another worker, idle on a 30 s poll, must be
-    woken for the follow-up it placed."""
+    woken for the follow-up it placed, never the holder, whose earlier take left it
+    in the idle set."""
     producer, holder = make(), make(start=True)
     first, follow, process = running_with_follow_up(producer, holder)
     worker = fast_worker(redis_url, prefix, poll_interval=30.0)
@@ -142,8 +143,11 @@ def test_a_follow_up_placed_by_a_finish_that_takes_nothing_wakes_an_idle_worker(
     running.start(worker)
     idle = queue_keys(prefix, "q").idle
     wait_until(lambda: redis_client.sismember(idle, worker.worker_id), timeout=10)
+    assert redis_client.sismember(idle, holder.worker_id)  # its take drained the queue
     started = time.monotonic()
     assert finish(holder, process)
+    # asking for nothing, the holder left the idle set: the wake-up went to the worker
+    assert not redis_client.sismember(idle, holder.worker_id)
     assert producer.result("q", follow.id, timeout=10) == "ran v2"
     assert time.monotonic() - started < 5  # not a 30 s poll
     assert state(producer, first.id) == "finished"

@@ -95,15 +95,17 @@ local function promote_timed(now)
 end
 
 -- wake(limits, micros, now, picked, promoted, done, timed): the rate's slots
---   spent; this worker idle if it drained the queue (it wants a wake-up); idle
---   workers woken for work made ready and not taken; the timer armed
+--   spent; this worker in the idle set only if it drained the queue with room
+--   left (it wants a wake-up); idle workers woken for work made ready and not
+--   taken; the timer armed
 local function wake(limits, micros, now, picked, promoted, done, timed)
   if limits then
     spend(J, limits, picked.n, micros)
   end
-  if count > 0 then
-    redis.call(picked.n < count and picked.more == 0 and 'SADD' or 'SREM', idle, worker)
-  end
+  -- A call asking for nothing (at its concurrency, or stopping) leaves the idle set
+  -- too: left there, it could be the one woken for the work its finishes made ready.
+  local wants = count > 0 and picked.n < count and picked.more == 0
+  redis.call(wants and 'SADD' or 'SREM', idle, worker)
   -- made ready and not taken: promoted jobs, and keep_last follow-ups the finishes
   -- placed (lib/terminal's J.followed; a delayed one is timed work, below)
   local extra = promoted + (J.followed and J.followed[1] or 0) - picked.n
