@@ -58,6 +58,7 @@ ORPHAN = "epsilon"  # a schedule, and no member to fire it
 RELAYED = "zeta"  # served by the worker that dies before it relays
 QUEUES = (*TASK_QUEUES, JOB_QUEUE, LIMITED, ORPHAN, RELAYED)
 RATE_WINDOW = "15s"  # what Grafana's $__rate_interval becomes for a 1 s scrape interval
+PRODUCER_PERIOD = 0.05  # seconds between the producer's rounds
 TTL = 6.0  # the workers' lease: a Redis restart (about 2 s) is shorter, a pause longer
 STALLED_AFTER = 5.0  # the exporter's --stall-after here (a minute by default)
 PEER_RELAY_LEASE = 60.0  # the peers relay a hop left behind at most every 30 s
@@ -290,7 +291,7 @@ class Mesh:
         try:
             with Worqr(self.url, prefix=self.prefix) as client:
                 n = 0
-                while not self.stop.wait(0.05):
+                while not self.stop.wait(PRODUCER_PERIOD):
                     n += 1
                     try:
                         self._send(client, n)
@@ -692,9 +693,15 @@ def check_the_figures(prometheus: Prometheus, mesh: Mesh) -> None:
     assert scalar(f"sum(worqr_schedules{jobs})") == 2
     assert scalar(f'sum(worqr_schedules_stalled{{queue="{ORPHAN}"}})') == 1
     assert scalar(f'sum(worqr_schedules_stalled{{queue!="{ORPHAN}"}})') == 0
-    # Due jobs never pile up where a live worker serves the queue.
+    # Due jobs never pile up where a live worker serves the queue: at most the
+    # delayed jobs submitted while the workers' loops reconnect after the Redis
+    # restart (the producer is back first; a loaded machine stretches it to ~3 s).
+    # A lost wake-up would leave every later one due: hundreds over the test.
+    delayed_per_second = 1 / (3 * PRODUCER_PERIOD)  # Mesh._submit: every third is delayed
     overdue = f'max_over_time(sum(worqr_jobs_overdue{{queue!="{RELAYED}"}})[2m:1s])'
-    assert scalar(overdue) <= 5
+    assert scalar(overdue) <= math.ceil(3 * delayed_per_second)
+    now_overdue = f'sum(worqr_jobs_overdue{{queue!="{RELAYED}"}})'
+    wait_until(lambda: scalar(now_overdue) == 0, timeout=10)  # and they are taken
     # The late hop was relayed: the outbox holds none now, the chain went on.
     wait_until(lambda: scalar("sum(worqr_flow_outbox)") == 0, timeout=10)
     assert scalar("max(worqr_flow_outbox_oldest_seconds)") == 0
