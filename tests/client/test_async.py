@@ -523,6 +523,7 @@ def test_a_coroutine_listener_does_the_work_it_is_woken_for(
         settings = quiet(prefix)
         done: list[str | bytes] = []
         events: list[tuple[str, Any]] = []
+        drains: list[Any] = []  # each drain's event message, once that drain ended
         async with (
             worqr.AsyncWorqr(redis_url, settings=settings) as consumer,
             worqr.AsyncWorqr(redis_url, settings=settings) as peer,
@@ -536,6 +537,7 @@ def test_a_coroutine_listener_does_the_work_it_is_woken_for(
                 while (process := await consumer.dequeue("q")) is not None:
                     assert await consumer.finish_process(process)
                     done.append(process.task)
+                drains.append(message)
 
             # The peer holds two tasks before the consumer starts.
             await producer.enqueue_many("q", ["stopped", "orphaned"])
@@ -546,6 +548,9 @@ def test_a_coroutine_listener_does_the_work_it_is_woken_for(
             await consumer.on("q", on_event)
             await consumer.start_work("q")
             await async_wait_until(lambda: ("work", 0) in events, message="no initial drain")
+            # Only once that drain ended is the next batch a wake-up (a drain still
+            # running would take it on its own).
+            await async_wait_until(lambda: drains == [0], message="the initial drain never ended")
             assert done == []
 
             await producer.enqueue_many("q", ["a", "b", "c"])
