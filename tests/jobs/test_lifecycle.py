@@ -524,7 +524,10 @@ def test_the_upkeep_sweeps_many_job_queues_a_bounded_slice_per_pass(
         assert passes <= 3 * len(members_of) // UPKEEP_SLICE, "the sweep did not end"
         redis_client.delete(mesh.upkeep)  # as if the interval passed
         checked = upkeep_pass(producer, members_of)
-        assert 0 < len(checked) <= 2 * UPKEEP_SLICE  # a slice, whatever the registry holds
+        # A slice, whatever the registry holds. It may be empty: SSCAN can return an
+        # empty page (the 1,003 members just added are still being rehashed); the
+        # bound on passes above and the full sweep below prove the progress.
+        assert len(checked) <= 2 * UPKEEP_SLICE
         seen += checked
         passes += 1
     assert passes >= len(members_of) // (2 * UPKEEP_SLICE)  # sliced, not all in one pass
