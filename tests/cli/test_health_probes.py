@@ -124,6 +124,7 @@ def test_one_worker_is_ready_once_registered_and_not_while_it_shuts_down(
     assert probe(port, "/livez") == (0, "")  # the port closed with the worker
 
 
+@pytest.mark.serial
 def test_livez_is_503_while_a_handler_blocks_the_event_loop_and_200_after(
     make_mesh: Callable[[str, str], Mesh], redis_url: str, prefix: str
 ) -> None:
@@ -149,6 +150,7 @@ def test_livez_is_503_while_a_handler_blocks_the_event_loop_and_200_after(
 
 
 @pytest.mark.fault
+@pytest.mark.serial
 def test_livez_is_503_when_no_heartbeat_lands_within_the_ttl(
     make_mesh: Callable[[str, str], Mesh],
     make_redis: Callable[..., EmbeddedRedis],
@@ -174,6 +176,7 @@ def test_livez_is_503_when_no_heartbeat_lands_within_the_ttl(
     assert wait_probe(port, "/livez", lambda status, _: status == 200, timeout=15) == OK
 
 
+@pytest.mark.serial
 def test_the_supervisor_answers_for_every_child_and_names_a_stopped_one(
     make_mesh: Callable[[str, str], Mesh], redis_url: str, prefix: str
 ) -> None:

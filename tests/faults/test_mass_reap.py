@@ -34,6 +34,7 @@ sys.stdin.read()  # until the test kills us
 """
 
 
+@pytest.mark.serial
 def test_five_peers_reap_one_dead_worker_with_10k_processes(
     scenario: Callable[..., Scenario], tmp_path: Path
 ) -> None:

@@ -21,6 +21,7 @@ TTL, HEARTBEAT = 1.5, 0.3
 TIMING = ("--ttl", str(TTL), "--heartbeat", str(HEARTBEAT), "--concurrency", "2")
 
 
+@pytest.mark.serial
 def test_a_partitioned_worker_stops_before_its_peers_take_over(
     scenario: Callable[..., Scenario], tmp_path: Path
 ) -> None:

@@ -21,6 +21,7 @@ TTL, HEARTBEAT = 1.0, 0.2
 TIMING = ("--ttl", str(TTL), "--heartbeat", str(HEARTBEAT), "--concurrency", "2")
 
 
+@pytest.mark.serial
 def test_zombie_is_fenced_cancels_its_handlers_and_re_registers(
     scenario: Callable[..., Scenario], tmp_path: Path
 ) -> None:

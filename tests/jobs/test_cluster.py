@@ -308,6 +308,7 @@ def _read_spec(client: worqr.Worqr, queue: str, name: str) -> Any:
     return value
 
 
+@pytest.mark.serial
 def test_async_result_on_the_cluster(
     make: Callable[..., worqr.Worqr], redis_client: Any, redis_cluster_url: str, prefix: str
 ) -> None:

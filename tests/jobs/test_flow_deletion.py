@@ -182,6 +182,7 @@ def test_a_hop_into_a_queue_being_deleted_is_ended_with_it(make: Make) -> None:
 SLOW_RELAY = worqr.JobSettings(relay_lease=60.0)  # a straggler relay would take a minute
 
 
+@pytest.mark.serial
 def test_a_poisoned_childs_report_is_relayed_by_the_reaper_at_once(
     make: Make, redis_url: str
 ) -> None:

@@ -224,6 +224,7 @@ def test_requeue_and_purge_failed_jobs(make: Make) -> None:
     assert all(producer.get_job("q", ref.id) is None for ref in refs)
 
 
+@pytest.mark.serial
 def test_result_waits_for_the_end_without_polling(
     make: Make, redis_client: redis.Redis, prefix: str
 ) -> None:
@@ -243,6 +244,7 @@ def test_result_waits_for_the_end_without_polling(
     assert got == ["done"] and time.monotonic() - started < 1.0
 
 
+@pytest.mark.serial
 def test_result_times_out_and_reads_once_with_timeout_zero(make: Make) -> None:
     producer = make()
     ref = producer.submit("q", "never taken")
@@ -258,6 +260,7 @@ def test_result_times_out_and_reads_once_with_timeout_zero(make: Make) -> None:
         producer.result("q", ref.id, timeout=-1)
 
 
+@pytest.mark.serial
 def test_async_result_waits_too(
     make: Make, redis_client: redis.Redis, redis_url: str, prefix: str
 ) -> None:
@@ -284,6 +287,7 @@ def test_async_result_waits_too(
     asyncio.run(main())
 
 
+@pytest.mark.serial
 def test_an_idle_async_listener_lets_a_new_subscription_in_at_once(
     make: Make,
     redis_client: redis.Redis,

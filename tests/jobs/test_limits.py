@@ -40,6 +40,7 @@ def busiest(starts: list[float], seconds: float) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_rate_limit_holds_across_four_worker_processes(mesh: Mesh) -> None:
     """20 jobs/s for 10 s: 190 to 210 starts, never more than 20 in any second."""
     client = mesh.client

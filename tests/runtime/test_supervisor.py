@@ -230,6 +230,7 @@ def test_killed_children_are_always_restarted(family: Family) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_child_that_ran_healthily_is_restarted_whatever_its_exit(family: Family) -> None:
     """Ready for longer than stable_after, then an exit with an error of its own
     (a crash in a handler an hour in): restarted, never counted, even with
@@ -325,6 +326,7 @@ def test_a_child_stopped_while_it_still_starts_is_a_clean_stop(family: Family) -
 @pytest.mark.parametrize(
     "signum", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name
 )
+@pytest.mark.serial
 def test_a_closed_terminal_stops_the_children_gracefully(
     family: Family, signum: signal.Signals
 ) -> None:

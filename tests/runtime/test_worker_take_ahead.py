@@ -91,6 +91,7 @@ def most_held_in_a_drain(
     return highest[0]
 
 
+@pytest.mark.serial
 def test_quick_handlers_take_ahead_up_to_three_times_the_concurrency(
     runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr, path: str
 ) -> None:
