@@ -548,6 +548,7 @@ def test_a_coroutine_listener_does_the_work_it_is_woken_for(
             await consumer.on("q", on_event)
             await consumer.start_work("q")
             await async_wait_until(lambda: ("work", 0) in events, message="no initial drain")
+
             # Only once that drain ended is the next batch a wake-up (a drain still
             # running would take it on its own).
             def all_drains_ended() -> bool:
