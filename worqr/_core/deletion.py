@@ -67,6 +67,7 @@ class QueueDeletion:
                 keys, members, publish=publish, applied_ttl_ms=APPLIED_TTL_MS, if_idle=if_idle
             )
             if int(deleted) == -2:
+                yield from sweep_graves(state, queue)  # out of `graves` again (one call)
                 raise _busy(queue)
             if int(deleted) >= 0:
                 break

@@ -17,7 +17,7 @@ from . import job_scripts
 from .calls import Plan, command
 from .state import CoreState, text
 
-GRAVES_CHUNK = 1_000  # groups whose ready keys one call unlinks (about a millisecond)
+GRAVES_CHUNK = 500  # groups per call: 14 µs each measured on the loaded 2-core VM, 7 ms a call
 UPKEEP_GRAVES = 10  # queues with a grave one upkeep pass visits at most
 UPKEEP_GRAVE_CALLS = 20  # sweep calls per queue in one upkeep pass (a backlog goes over passes)
 
