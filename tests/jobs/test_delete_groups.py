@@ -24,23 +24,37 @@ Hook = Callable[[Call], None]
 DELETE_COMMANDS = 40  # the delete script's inner commands, whatever the number of groups
 
 
-def run(client: worqr.Worqr, plan: Iterator[Any], *, stop_after: str = "") -> list[Any]:
-    """Run a core plan step by step; the replies of its `job_sweep_graves` calls.
-    With ``stop_after`` a script's name, the plan ends right after that script
-    (as a client that died there)."""
+def run(
+    client: worqr.Worqr,
+    plan: Iterator[Any],
+    *,
+    stop_after: str = "",
+    counted: redis.Redis | None = None,
+) -> tuple[list[Any], list[int]]:
+    """Run a core plan step by step: the replies of its `job_sweep_graves` calls,
+    and (with ``counted``, the server) the commands each `delete_queue` script
+    call ran inside. With ``stop_after`` a script's name, the plan ends right
+    after that script (as a client that died there)."""
     sweeps: list[Any] = []
+    deletes: list[int] = []
     try:
         request = next(plan)
         while True:
+            deleting = counted is not None and request.script == "delete_queue"
+            if deleting:
+                counted.config_resetstat()
             reply = client._execute(request, 0)
+            if deleting:
+                deletes.append(commands_run(counted))
             if request.script == "job_sweep_graves":
                 sweeps.append([int(value) for value in reply])
             if request.script and request.script == stop_after:
                 plan.close()
-                return sweeps
+                break
             request = plan.send(reply)
     except StopIteration:
-        return sweeps
+        pass
+    return sweeps, deletes
 
 
 def commands_run(raw: redis.Redis) -> int:
@@ -56,23 +70,7 @@ def delete_script_commands(
 ) -> tuple[int, list[Any]]:
     """Delete ``queue``: the commands its `delete_queue` script ran inside, and
     the replies of the sweep calls that followed."""
-    ran: list[int] = []
-    plan = client._core.deletion.delete_queue(queue)
-    sweeps: list[Any] = []
-    try:
-        request = next(plan)
-        while True:
-            if request.script == "delete_queue":
-                raw.config_resetstat()
-            reply = client._execute(request, 0)
-            if request.script == "delete_queue":
-                ran.append(commands_run(raw))
-            if request.script == "job_sweep_graves":
-                sweeps.append([int(value) for value in reply])
-            request = plan.send(reply)
-    except StopIteration:
-        pass
-    [commands] = ran
+    sweeps, [commands] = run(client, client._core.deletion.delete_queue(queue), counted=raw)
     return commands, sweeps
 
 
