@@ -312,13 +312,20 @@ class QueueKeys:
         """Zset: groups closed by time -> the ms they reopen."""
         return f"{self.tag}:grp:timed"
 
-    def group_ready(self, group: str) -> str:
-        """List: a group's ready entries at priority 0 (as `tasks`)."""
-        return f"{self.tag}:grp:r:{group}"
+    @property
+    def group_graves(self) -> str:
+        """Hash: epoch -> HSCAN cursor of the `groups` hash of each deleted
+        incarnation (renamed ``grp:<epoch>``), whose ready keys are yet to go."""
+        return f"{self.tag}:grp:graves"
 
-    def group_prio(self, group: str) -> str:
+    def group_ready(self, epoch: str, group: str) -> str:
+        """List: a group's ready entries at priority 0 (as `tasks`), in the
+        groups' epoch (the config's ``groups`` field)."""
+        return f"{self.tag}:grp:{epoch}:r:{group}"
+
+    def group_prio(self, epoch: str, group: str) -> str:
         """Zset: a group's ready entries with a priority (as `job_prio`)."""
-        return f"{self.tag}:grp:p:{group}"
+        return f"{self.tag}:grp:{epoch}:p:{group}"
 
     @property
     def notify(self) -> str:
@@ -358,6 +365,12 @@ class MeshKeys:
         """String, held for one interval by the worker that tidies job queues no
         worker serves (`Upkeep`)."""
         return f"{self.tag}:upkeep"
+
+    @property
+    def graves(self) -> str:
+        """Set: queues deleted with groups whose keys are still being swept
+        (`QueueKeys.group_graves`); upkeep finishes a sweep its deleter left."""
+        return f"{self.tag}:graves"
 
     @property
     def upkeep_cursor(self) -> str:

@@ -8,6 +8,8 @@ then drops the queue's keys in one script, which refuses while a flow job is
 live (a relay created one meanwhile): the plan ends it too and tries again.
 The outbox outlives the script until relayed; `job_applied` expires a day
 later, so a late resend of a hop that created a job here creates nothing.
+The queue's fair-share groups go in O(1) (their hash renamed to a grave), and
+their ready keys after the script, a bounded chunk per call (`graves`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .._errors import QueueBusyError, WorqrError
 from .._jobs import APPLIED_TTL_MS
 from . import flow_scripts, scripts
 from .calls import Plan, command
+from .graves import sweep_graves
 from .kinds import QueueKinds
 from .relay import Relay
 from .state import CoreState, text
@@ -53,6 +56,10 @@ class QueueDeletion:
             # Schedules first, in one command: none can fire into the queue after it
             # went. (With if_idle the script drops them, only when it deletes.)
             yield command("UNLINK", *keys.sched_keys)
+        # Listed before the script makes a grave: a crash after it leaves the
+        # sweep to the upkeep (graves); again after, should a sweep have just
+        # taken the queue out.
+        yield command("SADD", state.mesh.graves, queue)
         for _ in range(MAX_ATTEMPTS):
             yield from self._end_flow_jobs(queue, publish)
             members = [text(member) for member in (yield command("SMEMBERS", keys.members))]
@@ -60,11 +67,14 @@ class QueueDeletion:
                 keys, members, publish=publish, applied_ttl_ms=APPLIED_TTL_MS, if_idle=if_idle
             )
             if int(deleted) == -2:
+                yield from sweep_graves(state, queue)  # out of `graves` again (one call)
                 raise _busy(queue)
             if int(deleted) >= 0:
                 break
         else:
             raise WorqrError(f"queue {queue!r} kept getting flow jobs while it was deleted")
+        yield command("SADD", state.mesh.graves, queue)
+        yield from sweep_graves(state, queue)
         # Hops written before (a step that finished just now) still leave.
         yield from self.relay.relay_queue(queue, fresh=True)
         yield command("SREM", state.mesh.queues, queue)

@@ -283,6 +283,10 @@ def job_groups(keys: QueueKeys, *, cursor: str, count: int) -> Call:
     return Call("job_groups", (keys.tasks, keys.config), (cursor, count))
 
 
+def job_sweep_graves(keys: QueueKeys, *, count: int) -> Call:
+    return Call("job_sweep_graves", (keys.tasks,), (count,))
+
+
 def job_progress(keys: QueueKeys, pid: str, entry: str, value: bytes, *, publish: str) -> Call:
     return Call(
         "job_progress",

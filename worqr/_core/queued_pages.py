@@ -69,6 +69,15 @@ def unpack_grouped(position: int) -> tuple[int, int, int]:
     return value >> (INNER_BITS + INDEX_BITS), index, inner
 
 
+def group_epoch(keys: QueueKeys) -> Plan[str | None]:
+    """The epoch the queue's group ready keys are named with (lua/lib/group:
+    the config's ``groups``), None while it has no groups. A page reads it
+    again: groups emptied and begun again, or a queue deleted and made again,
+    name their keys anew, and the listing goes on in the new ones."""
+    epoch = yield command("HGET", keys.config, "groups")
+    return None if epoch is None else text(epoch)
+
+
 def segments_page(tasks: str, prio: str, limit: int, position: int) -> Plan[Page]:
     """Up to ``limit`` entries of one set of ready keys (a priority zset and a
     list, lib/ready) from ``position`` (``offset * 3 + segment``)."""
@@ -121,9 +130,9 @@ def _split_group(segments: list[list[str]], want: int) -> Page:
     return entries, None
 
 
-def _group_reads(keys: QueueKeys, name: str, want: int) -> tuple[Call, ...]:
+def _group_reads(keys: QueueKeys, epoch: str, name: str, want: int) -> tuple[Call, ...]:
     """The reads of a group's three segments from its start, ``want`` each."""
-    prio, ready = keys.group_prio(name), keys.group_ready(name)
+    prio, ready = keys.group_prio(epoch, name), keys.group_ready(epoch, name)
     return (
         command("ZRANGEBYSCORE", prio, "-inf", "(0", "LIMIT", 0, want, key=prio),
         command("LRANGE", ready, -want, -1, key=ready),
@@ -131,10 +140,14 @@ def _group_reads(keys: QueueKeys, name: str, want: int) -> tuple[Call, ...]:
     )
 
 
-def _whole_groups(keys: QueueKeys, names: list[str], want: int) -> Plan[list[list[list[str]]]]:
+def _whole_groups(
+    keys: QueueKeys, epoch: str, names: list[str], want: int
+) -> Plan[list[list[list[str]]]]:
     """Each group's three segments from its start (``want`` entries each at
     most), the list's front first: every group in one round trip."""
-    request = Pinned(tuple(call for name in names for call in _group_reads(keys, name, want)))
+    request = Pinned(
+        tuple(call for name in names for call in _group_reads(keys, epoch, name, want))
+    )
     replies = checked_replies(request, (yield request))
     found = [[text(entry) for entry in reply] for reply in replies]
     return [[found[i], found[i + 1][::-1], found[i + 2]] for i in range(0, len(found), 3)]
@@ -155,6 +168,7 @@ def _next_groups(page: list[tuple[str, int]], index: int, want: int) -> list[int
 
 def _whole_groups_page(
     keys: QueueKeys,
+    epoch: str,
     page: list[tuple[str, int]],
     scan: int,
     index: int,
@@ -169,7 +183,7 @@ def _whole_groups_page(
         chosen = _next_groups(page, index, want)
         if not chosen:
             return len(page), None
-        read = yield from _whole_groups(keys, [page[i][0] for i in chosen], want)
+        read = yield from _whole_groups(keys, epoch, [page[i][0] for i in chosen], want)
         for i, segments in zip(chosen, read, strict=True):
             got, inner_after = _split_group(segments, limit - len(entries))
             entries += got
@@ -184,6 +198,9 @@ def groups_page(keys: QueueKeys, limit: int, position: int) -> Plan[Page]:
     cursor from `GROUPED_BASE`). A group begun on an earlier page goes on with
     `segments_page`; the following ones are read together in one round trip,
     as many as their queued counts say fill the page."""
+    epoch = yield from group_epoch(keys)
+    if epoch is None:
+        return [], None  # no groups (any more)
     scan, index, inner = unpack_grouped(position)
     entries = list[str]()
     while True:
@@ -192,13 +209,15 @@ def groups_page(keys: QueueKeys, limit: int, position: int) -> Plan[Page]:
         if inner and index < len(page):
             name = page[index][0]
             got, inner_after = yield from segments_page(
-                keys.group_ready(name), keys.group_prio(name), limit, inner
+                keys.group_ready(epoch, name), keys.group_prio(epoch, name), limit, inner
             )
             entries += got
             if inner_after is not None:  # the page is full inside this group
                 return entries, pack_grouped(scan, index, inner_after)
             index += 1
-        index, cursor = yield from _whole_groups_page(keys, page, scan, index, entries, limit)
+        index, cursor = yield from _whole_groups_page(
+            keys, epoch, page, scan, index, entries, limit
+        )
         if cursor is not None:
             return entries, cursor
         if len(entries) == limit and index < len(page):
@@ -213,9 +232,12 @@ def groups_page(keys: QueueKeys, limit: int, position: int) -> Plan[Page]:
 def queued_page(keys: QueueKeys, limit: int, position: int, group: str | None) -> Plan[Page]:
     """One page of queued entries (the order and cursors in this module's doc)."""
     if group is not None:
+        epoch = yield from group_epoch(keys)
+        if epoch is None:
+            return [], None  # no groups: none of its jobs is queued
         return (
             yield from segments_page(
-                keys.group_ready(group), keys.group_prio(group), limit, position
+                keys.group_ready(epoch, group), keys.group_prio(epoch, group), limit, position
             )
         )
     if position >= GROUPED_BASE:

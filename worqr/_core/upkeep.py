@@ -8,7 +8,8 @@ reaper turn also tidies such queues, at most once per `UPKEEP_INTERVAL` across
 the whole mesh (a key set NX). A pass visits a slice of the job queues, round
 robin (an SSCAN whose cursor the mesh keeps), so its cost does not grow with
 the number of job queues: a mesh of up to `UPKEEP_SLICE` job queues is swept
-every pass, a larger one every ``queues / UPKEEP_SLICE`` passes.
+every pass, a larger one every ``queues / UPKEEP_SLICE`` passes. The pass also
+finishes the sweeps of deleted queues' groups their deleters left (`graves`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 from . import job_scripts
 from .calls import Plan, command
+from .graves import sweep_left_graves
 from .state import CoreState, text
 
 logger = logging.getLogger("worqr")
@@ -44,12 +46,18 @@ class Upkeep:
         backlog, and about `UPKEEP_RECORDS` records (each call at most
         `UPKEEP_BUDGET`): a large backlog goes over several passes."""
         state = self.state
-        if not int((yield command("SCARD", state.mesh.jobqueues))):
+        jobqueues = int((yield command("SCARD", state.mesh.jobqueues)))
+        graves = int((yield command("SCARD", state.mesh.graves)))
+        if not (jobqueues or graves):
             return 0  # a mesh of task queues: nothing to keep, nothing written
         holder = state.worker_id or "client"
         interval_ms = int(UPKEEP_INTERVAL * 1000)
         if not (yield command("SET", state.mesh.upkeep, holder, "NX", "PX", interval_ms)):
             return 0  # another worker tidied within the interval
+        if graves:
+            yield from sweep_left_graves(state)
+        if not jobqueues:
+            return 0
         queues = yield from self._next_slice()
         publish = yield from state.publishing()
         policy = dataclasses.replace(state.settings.jobs, purge_budget=UPKEEP_BUDGET).policy

@@ -24,14 +24,17 @@
 -- KEYS[30] job_sched_data hash   schedule name -> payload of its jobs
 -- KEYS[31] job_throttle  zset    throttle dedup keys -> expiry ms (lib/dedup)
 -- KEYS[32..n] owned      zset    each member's process ids on this queue
--- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}):
---   each group's ready keys, named by the `grp` hash, go with it.
+-- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
+--   O(1) whatever the number of groups: `grp` is renamed `grp:<epoch>` and listed
+--   in `grp:graves`, where sweep_graves unlinks its groups' ready keys a chunk per
+--   call (the caller runs it until none is left); a queue made again has another
+--   epoch, so it never sees them. The ring and the timed set are unlinked.
 -- ARGV[1] events            broadcast channel of the queue
 -- ARGV[2] notify            the queue's channel for waiters
 -- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[4] applied_ttl_ms    how long job_applied is kept after the queue went
 -- ARGV[5] if_idle           '1': refuse while the queue has processes; '0': don't
--- Reply: integer, number of keys deleted; -1 (nothing done) while live flow jobs
+-- Reply: integer, number of keys deleted (a renamed `grp` counts); -1 (nothing done) while live flow jobs
 --   are left; -2 (nothing done) with if_idle while the queue has processes.
 -- Errors: none.
 -- Events: 'delete' on events; 'deleted' on notify (waiters find their jobs gone).
@@ -71,18 +74,19 @@ if redis.call('ZCARD', job_flow_live) > 0 then
 end
 redis.call('PEXPIRE', job_applied, applied_ttl_ms)
 
-local deleted = redis.call('UNLINK', J.tasks, J.prio, J.seq, J.jobs, J.data, J.result,
+local deleted = 0
+-- Before config goes: its 'groups' is the epoch.
+if grouped(J) and redis.call('EXISTS', J.grp) == 1 then
+  redis.call('RENAME', J.grp, J.gbase .. J.gepoch)
+  redis.call('HSET', J.graves, J.gepoch, '0')
+  deleted = 1
+end
+deleted = deleted + redis.call('UNLINK', J.grp, J.ring, J.gtimed)
+deleted = deleted + redis.call('UNLINK', J.tasks, J.prio, J.seq, J.jobs, J.data, J.result,
   J.progress, J.delayed, J.retrying, J.finished, J.failed, J.cancelled, J.unique, J.counts,
   J.timer)
 deleted = deleted + redis.call('UNLINK', processes, members, idle, recoveries, failed, config,
   stats, seq, job_flow, job_waiting, job_sched, job_sched_next, job_sched_data, job_throttle)
-group_keys(J)
-for _, group in ipairs(redis.call('HKEYS', J.grp)) do
-  if group ~= '' then
-    deleted = deleted + redis.call('UNLINK', group_ready_keys(J, group))
-  end
-end
-deleted = deleted + redis.call('UNLINK', J.grp, J.ring, J.gtimed)
 for i = first_owned, #KEYS do
   deleted = deleted + redis.call('UNLINK', KEYS[i])
 end

@@ -111,7 +111,7 @@ if state == 'a' then
 elseif group and state == 'q' then
   group_keys(J)
   local ready, prio = group_ready_keys(J, group)
-  reply[3] = sweep_ready(W, ready, prio, count)
+  reply[3] = ready and sweep_ready(W, ready, prio, count) or 0  -- nil: the queue has no groups
 elseif group then
   local zset = ({d = J.delayed, r = J.retrying, w = J.waiting})[state]
   local at = sweep_zset_from(W, zset, state ~= 'w', tonumber(cursor), count)

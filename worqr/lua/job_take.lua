@@ -129,6 +129,7 @@ if refused then
 end
 local limits, groups = read_limits(config)
 J.grouped = groups ~= nil  -- lib/group: read in the same HMGET, no command for a queue without
+J.gepoch = groups and groups.epoch or nil
 local micros = now_us()  -- one clock reading: start times and the rate agree to the µs
 local now = math.floor(micros / 1000)
 local now_text = string.format('%d', now)

@@ -8,11 +8,18 @@
 --                              left behind, groups paused or shut since (k)
 --   {P:Q}:grp:timed    zset    groups closed by time (a rate, a RateLimited, or a
 --                              rate's next slot still binding) -> reopen ms
---   {P:Q}:grp:r:<g>    list    group g's ready entries at priority 0 (as `tasks`)
---   {P:Q}:grp:p:<g>    zset    group g's ready entries with a priority (as `job_prio`)
---   {P:Q}:config       hash    'groups' is '1' while `grp` exists (the take reads
---                              it in lib/limit's HMGET: a queue without groups pays
---                              no command for them); 'groups_waiting' and
+--   {P:Q}:grp:<e>:r:<g> list   group g's ready entries at priority 0 (as `tasks`)
+--   {P:Q}:grp:<e>:p:<g> zset   group g's ready entries with a priority (as `job_prio`)
+--   {P:Q}:grp:graves   hash    epoch -> HSCAN cursor: the `grp` hashes of deleted
+--                              incarnations, each renamed `{P:Q}:grp:<epoch>`, whose
+--                              ready keys sweep_graves unlinks, a chunk per call
+--   {P:Q}:config       hash    'groups' is the groups' epoch <e> while `grp` exists
+--                              (the server's µs when the first record was made, never
+--                              one of `graves`), so the ready keys of a deleted queue
+--                              (delete_queue renames `grp`, the sweep comes later)
+--                              are never those of the queue made again; the take
+--                              reads it in lib/limit's HMGET: a queue without groups
+--                              pays no command for them; 'groups_waiting' and
 --                              'groups_limited': how many groups have queued jobs,
 --                              and of those how many are 'f' or 't' (below), kept
 --                              by save_group so the exporter reads them in O(1)
@@ -34,7 +41,7 @@ local function group_keys(J)
     local base = string.sub(J.tasks, 1, -7)
     J.grp, J.ring, J.gtimed, J.gbase = base .. ':grp', base .. ':grp:ring',
       base .. ':grp:timed', base .. ':grp:'
-    J.gconfig = base .. ':config'
+    J.gconfig, J.graves = base .. ':config', base .. ':grp:graves'
     J.groups, J.gclass = {}, {}
   end
 end
@@ -78,26 +85,56 @@ local function loaded_group(J, g, raw)
   return rec
 end
 
--- grouped(J) -> whether the queue has groups now (`grp` exists); the take sets
---   J.grouped from the config's 'groups' field in its HMGET instead
+-- grouped(J) -> whether the queue has groups now ('groups' in its config, their
+--   epoch: J.gepoch); the take sets J.grouped and J.gepoch from its HMGET instead
 local function grouped(J)
   if J.grouped == nil then
     group_keys(J)
-    J.grouped = redis.call('EXISTS', J.grp) == 1
+    J.gepoch = redis.call('HGET', J.gconfig, 'groups') or nil
+    J.grouped = J.gepoch ~= nil
   end
   return J.grouped
 end
 
--- group_ready_keys(J, g) -> the ready list and priority zset of group g ('': the queue's)
+-- epoch_ready_keys(J, epoch, g) -> the ready list and priority zset of group g
+--   (not '') in the groups of that epoch (a live one, or a grave's)
+local function epoch_ready_keys(J, epoch, g)
+  local at = J.gbase .. epoch .. ':'
+  return at .. 'r:' .. g, at .. 'p:' .. g
+end
+
+-- group_ready_keys(J, g) -> the ready list and priority zset of group g ('': the
+--   queue's), in the groups' epoch; nil when the queue has no groups
 local function group_ready_keys(J, g)
   if g == '' then
     return J.tasks, J.prio
   end
-  return J.gbase .. 'r:' .. g, J.gbase .. 'p:' .. g
+  if not grouped(J) then
+    return nil
+  end
+  return epoch_ready_keys(J, J.gepoch, g)
+end
+
+-- start_groups(J): the queue's first group: a new epoch (the server's µs, past any
+--   still in `graves`: a clock set back) in 'groups'; its ready ungrouped jobs join
+--   the ring as ''
+local function start_groups(J)
+  local t = redis.call('TIME')
+  local epoch = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  while redis.call('HEXISTS', J.graves, string.format('%d', epoch)) == 1 do
+    epoch = epoch + 1
+  end
+  J.gepoch, J.grouped = string.format('%d', epoch), true
+  redis.call('HSET', J.gconfig, 'groups', J.gepoch)
+  if redis.call('LLEN', J.tasks) > 0 or redis.call('ZCARD', J.prio) > 0 then
+    redis.call('HSET', J.grp, '', '{"w":"r","q":0,"d":0,"a":0}')
+    redis.call('LPUSH', J.ring, '')
+    J.groups[''] = {w = 'r', q = 0, d = 0, a = 0}
+  end
 end
 
 -- load_group(J, g) -> g's record (a new one when it has none); the first record of
---   a queue turns 'groups' on, and its ready ungrouped jobs join the ring as ''
+--   a queue starts its groups (start_groups)
 local function load_group(J, g)
   group_keys(J)
   local rec = J.groups[g]
@@ -110,13 +147,7 @@ local function load_group(J, g)
   else
     rec = {q = 0, d = 0, a = 0}
     if g ~= '' and not grouped(J) then
-      redis.call('HSET', J.gconfig, 'groups', '1')
-      J.grouped = true
-      if redis.call('LLEN', J.tasks) > 0 or redis.call('ZCARD', J.prio) > 0 then
-        redis.call('HSET', J.grp, '', '{"w":"r","q":0,"d":0,"a":0}')
-        redis.call('LPUSH', J.ring, '')
-        J.groups[''] = {w = 'r', q = 0, d = 0, a = 0}
-      end
+      start_groups(J)
     end
   end
   J.groups[g] = rec
@@ -148,7 +179,7 @@ local function save_group(J, g, rec, now)
       tally_groups(J, g, 0)
       if redis.call('EXISTS', J.grp) == 0 then
         redis.call('HDEL', J.gconfig, 'groups', 'groups_waiting', 'groups_limited')
-        J.grouped = false
+        J.grouped, J.gepoch = false, nil  -- each ready key went when its q reached 0
       end
       return
     end
@@ -218,6 +249,9 @@ end
 local function make_ready(J, record, entry, front)
   if record.G then
     group_keys(J)
+    if not grouped(J) then
+      start_groups(J)
+    end
     local tasks, prio = group_ready_keys(J, record.G)
     push_ready(tasks, prio, J.seq, record, entry, front)
     return

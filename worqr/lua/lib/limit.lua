@@ -8,21 +8,22 @@
 --   'max_active': at most that many active jobs; 'shut' ms: closed until then (a
 --   handler raised RateLimited); 'paused' (job_pause, job_resume): nothing starts
 --   until it is removed. A queue with none of them costs one HMGET. The same HMGET
---   reads 'groups' (lib/group: the queue has groups) and the defaults of every
---   group, 'group_rate' n per 'group_per' ms and 'group_max_active'.
+--   reads 'groups' (lib/group: the queue has groups, in that epoch) and the defaults
+--   of every group, 'group_rate' n per 'group_per' ms and 'group_max_active'.
 --!include counters
 
 local SLACK = 0.01  -- of the window
 
 -- read_limits(config) -> L {rate, per, max_active, tat, shut, paused}, or nil when the
---   queue has none; and G {rate, per, max_active} (the groups' defaults), or nil
---   when the queue has no groups
+--   queue has none; and G {rate, per, max_active, epoch} (the groups' defaults and
+--   epoch, lib/group), or nil when the queue has no groups
 local function read_limits(config)
   local f = redis.call('HMGET', config, 'rate', 'per', 'max_active', 'tat', 'shut', 'paused',
     'groups', 'group_rate', 'group_per', 'group_max_active')
   local G = nil
   if f[7] then
-    G = {rate = tonumber(f[8]), per = tonumber(f[9]), max_active = tonumber(f[10])}
+    G = {rate = tonumber(f[8]), per = tonumber(f[9]), max_active = tonumber(f[10]),
+      epoch = f[7]}
   end
   if not (f[1] or f[3] or f[5] or f[6]) then
     return nil, G
