@@ -269,6 +269,28 @@ def _flood_queued(url: str, client: worqr.Worqr, queue: str, flood: int, grouped
         client.resume(queue)
 
 
+class Delays:
+    """B-K's start delays, read while the run goes on: a queue keeps at most
+    100,000 terminal jobs (`JobSettings.max_retained`), so after a flood the
+    earliest small jobs' records are purged 10 s after they end."""
+
+    def __init__(self, client: worqr.Worqr, queue: str, records: Path) -> None:
+        self.client, self.queue, self.records = client, queue, records
+        self.handler: dict[str, float] = {}
+        self.taken: dict[str, float] = {}
+
+    def collect(self, ids: list[str]) -> None:
+        """Read the jobs of ``ids`` that started since the last call."""
+        starts = read_starts(self.records)
+        for id in ids:
+            if id in self.taken or id not in starts:
+                continue
+            info = self.client.get_job(self.queue, id)
+            if info is not None and info.started is not None:
+                self.handler[id] = (starts[id] - info.created) * 1000
+                self.taken[id] = (info.started - info.created) * 1000
+
+
 def fairness_run(url: str, queue: str, flood: int, grouped: bool, seconds: float) -> dict[str, Any]:
     """One run: the flood (if any), B-K for ``seconds`` at least and until the
     flood is drained; their start delays."""
@@ -278,31 +300,28 @@ def fairness_run(url: str, queue: str, flood: int, grouped: bool, seconds: float
         began = time.monotonic()
         tenants = Tenants(url, queue, grouped)
         tenants.start()
+        delays = Delays(client, queue, records)
 
-        def drained() -> bool:
-            return client.count_jobs(queue)["queued"] <= len(TENANTS)
+        def going() -> bool:  # B-K run ``seconds`` at least, and until the flood is drained
+            flooded = client.count_jobs(queue)["queued"] > len(TENANTS)
+            return time.monotonic() - began < seconds or flooded
 
-        wait_for(lambda: time.monotonic() - began >= seconds, seconds + 1, 0.05)
-        if not wait_for(drained, 900, 0.05):
-            raise SystemExit("the flood was not drained in 900 s")
+        while going():
+            if time.monotonic() - began > 900:
+                raise SystemExit("the flood was not drained in 900 s")
+            delays.collect(list(tenants.ids))
+            time.sleep(0.5)
         elapsed = time.monotonic() - began
         ids = tenants.finish()
         wait_for(lambda: set(ids) <= set(read_starts(records)), 60)
-        starts = read_starts(records)
-        handler, taken = [], []
-        for id in ids:
-            info = client.get_job(queue, id)
-            if info is None or info.started is None or id not in starts:
-                continue
-            handler.append((starts[id] - info.created) * 1000)
-            taken.append((info.started - info.created) * 1000)
+        delays.collect(ids)
     return {
         "flood": flood,
         "grouped": grouped,
         "seconds": elapsed,
         "submitted": len(ids),
-        "handler": stats(handler),
-        "taken": stats(taken),
+        "handler": stats(list(delays.handler.values())),
+        "taken": stats(list(delays.taken.values())),
     }
 
 
