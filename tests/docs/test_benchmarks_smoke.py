@@ -172,3 +172,26 @@ def test_flows_benchmark_runs() -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "hop latency, 10 of 10 chains" in done.stdout
     assert "fan-in of 20 children (result 20)" in done.stdout
+
+
+@pytest.mark.slow
+def test_groups_benchmark_runs() -> None:
+    """`python -m benchmarks.groups` with tiny sizes: a table and a verdict per
+    target, every small tenant's job started, none after `pause` returned."""
+    command = [sys.executable, "-m", "benchmarks.groups", "--flood", "2000", "--groups", "300"]
+    command += ["--ops", "20", "--rounds", "2", "--pause-jobs", "8000", "--pause-after", "0.5"]
+    command += ["--memory-groups", "2000"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=150)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = done.stdout
+    verdicts = [line.split(":")[0] for line in out.splitlines() if line[:5] in ("PASS:", "FAIL:")]
+    assert len(verdicts) == 4, out
+    tables = [line.split("|")[1:-1] for line in out.splitlines() if line[:2] == "| "]
+    rows = {cells[0].strip(): cells for cells in tables}
+    for run in ("flood, groups", "no flood, groups", "flood, no groups (FIFO)"):
+        started, _, submitted = rows[run][1].strip().partition(" of ")
+        assert started == submitted and int(submitted.replace(",", "")) > 0, rows[run]
+    costs = {(cells[0].strip(), cells[1].strip()) for cells in tables if len(cells) == 9}
+    assert {("300 groups", "take"), ("300, cap 1 groups", "submit")} <= costs
+    assert rows["started after pause returned, before resume"][1].strip() == "0"
+    assert int(rows["keys"][1].replace(",", "")) > 0  # the memory table
