@@ -23,7 +23,7 @@
 --   member of the queue; nothing is finished then (resend with count 0 to finish).
 --   WORQR_JOB_QUEUE when count > 0 and the queue is a job queue.
 -- Events: none.
---!include end_process
+--!include retire
 --!include admit
 --!include take
 local tasks = KEYS[1]
@@ -49,9 +49,7 @@ end
 local finished = {}
 local done = 0
 for i = first_pid, #ARGV do
-  local task = end_process(processes, owned, ARGV[i])
-  if task then
-    redis.call('HDEL', recoveries, task)
+  if retire_process(processes, owned, recoveries, ARGV[i]) then
     done = done + 1
     finished[#finished + 1] = 1
   else

@@ -9,7 +9,7 @@
 -- Reply: 1 if the process existed and its task is now dead-lettered, else 0.
 -- Errors: none.
 -- Events: none.
---!include end_process
+--!include retire
 local processes = KEYS[1]
 local owned = KEYS[2]
 local failed = KEYS[3]
@@ -18,11 +18,10 @@ local stats = KEYS[5]
 local pid = ARGV[1]
 local failed_max = tonumber(ARGV[2])
 
-local task = end_process(processes, owned, pid)
+local task = retire_process(processes, owned, recoveries, pid)
 if not task then
   return 0
 end
-redis.call('HDEL', recoveries, task)
 redis.call('LPUSH', failed, task)
 redis.call('LTRIM', failed, 0, failed_max - 1)
 redis.call('HINCRBY', stats, 'failed', 1)

@@ -8,17 +8,15 @@
 --   (already finished, failed over to a peer, cancelled or deleted).
 -- Errors: none.
 -- Events: none.
---!include end_process
+--!include retire
 local processes = KEYS[1]
 local owned = KEYS[2]
 local recoveries = KEYS[3]
 local stats = KEYS[4]
 local pid = ARGV[1]
 
-local task = end_process(processes, owned, pid)
-if not task then
+if not retire_process(processes, owned, recoveries, pid) then
   return 0
 end
-redis.call('HDEL', recoveries, task)
 redis.call('HINCRBY', stats, 'finished', 1)
 return 1

@@ -19,9 +19,9 @@
 -- Events: none.
 --!include clock
 --!include job_keys
---!include jobs
 --!include counters
 --!include purge
+--!include chunk
 local J = job_keys()
 local stats = KEYS[16]
 local state = ARGV[1]
@@ -31,31 +31,24 @@ local skip = tonumber(ARGV[4])
 local older_than_ms = tonumber(ARGV[5])
 J.stats = stats
 
-local zset = J[state_name(state)]
 local now = now_ms()
-local purged = 0
 local expired = 0
-local skipped = 0
-local looked = 0
-for _, id in ipairs(redis.call('ZRANGE', zset, skip, skip + count - 1)) do
-  if purged >= want then
-    break
-  end
-  looked = looked + 1
-  local record = load_job(J.jobs, id)
-  if not record then
-    redis.call('ZREM', zset, id)  -- a stray member
-  elseif record.s ~= state then
-    skipped = skipped + 1  -- not ours to drop (a stale member of a newer life)
-  elseif record.X and record.X <= now then
+
+-- forget(id, record) -> true: forgotten; false: too young, passed over; nil:
+--   already past its purge time, forgotten without being counted
+local function forget(id, record)
+  if record.X and record.X <= now then
     drop_job(J, id, state)
     expired = expired + 1
-  elseif (record.e or now) <= now - older_than_ms then
-    drop_job(J, id, state)
-    purged = purged + 1
-  else
-    skipped = skipped + 1
+    return nil
   end
+  if (record.e or now) <= now - older_than_ms then
+    drop_job(J, id, state)
+    return true
+  end
+  return false
 end
+
+local purged, skipped, looked, remaining = walk_ended(J, state, skip, count, want, forget)
 stat(J, 'purged', purged + expired)
-return {purged, skipped, looked, math.max(0, redis.call('ZCARD', zset) - skip - skipped)}
+return {purged, skipped, looked, remaining}

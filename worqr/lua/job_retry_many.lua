@@ -23,9 +23,9 @@
 --!include wake
 --!include clock
 --!include job_keys
---!include jobs
 --!include counters
 --!include revive
+--!include chunk
 local J = job_keys()
 local idle = KEYS[16]
 local stats = KEYS[17]
@@ -36,21 +36,15 @@ local wake_prefix = ARGV[4]
 local publish = publish_command(ARGV[5])
 J.stats = stats
 
-local zset = J[state_name(state)]
 local now = now_ms()
-local moved = 0
-local skipped = 0
-local ids = redis.call('ZRANGE', zset, skip, skip + count - 1)
-for _, id in ipairs(ids) do
-  local record = load_job(J.jobs, id)
-  if not record then
-    redis.call('ZREM', zset, id)  -- a stray member: nothing to revive
-  elseif record.s == state and not (record.X and record.X <= now) and revive(J, id, record, now) then
-    moved = moved + 1
-  else
-    skipped = skipped + 1  -- its marker is held, or it is past its purge time
-  end
+
+-- retry(id, record) -> whether it has a new life: not when another live job holds
+--   its unique marker, nor when it is past its purge time (both passed over)
+local function retry(id, record)
+  return not (record.X and record.X <= now) and revive(J, id, record, now)
 end
+
+local moved, skipped, looked, remaining = walk_ended(J, state, skip, count, count, retry)
 stat(J, 'redriven', moved)
 wake_idle(idle, wake_prefix, publish, moved)
-return {moved, skipped, #ids, math.max(0, redis.call('ZCARD', zset) - skip - skipped)}
+return {moved, skipped, looked, remaining}
