@@ -7,7 +7,7 @@ import argparse
 import contextlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from redis.exceptions import RedisClusterException, RedisError
 
@@ -52,19 +52,22 @@ def argv_value(value: str) -> str | bytes:
     return value
 
 
-def queue_name(value: str) -> str:
-    """argparse ``type=`` for queue names: a bad name is a usage error."""
-    try:
-        return validate_name(value, "queue name")
-    except (TypeError, ValueError) as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+def checked_by(validate: Callable[[str], str]) -> Callable[[str], str]:
+    """An argparse ``type=`` that returns ``validate(value)``: its `TypeError` or
+    `ValueError` becomes a usage error carrying the validator's own message."""
+
+    def convert(value: str) -> str:
+        try:
+            return validate(value)
+        except (TypeError, ValueError) as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return convert
 
 
-def prefix_name(value: str) -> str:
-    try:
-        return validate_name(value, "prefix")
-    except (TypeError, ValueError) as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+queue_name = checked_by(lambda value: validate_name(value, "queue name"))
+"""argparse ``type=`` for queue names: a bad name is a usage error."""
+prefix_name = checked_by(lambda value: validate_name(value, "prefix"))
 
 
 def _integer(value: str) -> int:

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import TYPE_CHECKING
 
 from .._jobs import validate_group
-from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, positive_int
+from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, checked_by, positive_int
 
 if TYPE_CHECKING:
     from .parser import Subcommands
@@ -16,12 +15,8 @@ GROUPS_LIMIT = 100
 """Groups `worqr groups` lists unless --limit says otherwise."""
 
 
-def group_name(value: str) -> str:
-    """argparse ``type=`` for group names (the job-id rules): a bad one is a usage error."""
-    try:
-        return validate_group(value)
-    except (TypeError, ValueError) as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+group_name = checked_by(validate_group)
+"""argparse ``type=`` for group names (the job-id rules): a bad one is a usage error."""
 
 
 def add_groups_command(commands: Subcommands) -> None:

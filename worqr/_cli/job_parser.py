@@ -16,6 +16,7 @@ from .base import (
     EXIT_JOB_FAILED,
     EXIT_USAGE,
     add_connection_options,
+    checked_by,
     non_negative_float,
     non_negative_int,
     positive_float,
@@ -30,18 +31,8 @@ MAX_PRIORITY = 1_000_000  # as the client's submit
 DEDUP_MODES = tuple(MODE_CODES)
 
 
-def job_id(value: str) -> str:
-    try:
-        return validate_job_id(value)
-    except (TypeError, ValueError) as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def dedup_key(value: str) -> str:
-    try:
-        return validate_like_id("dedup key", value)
-    except (TypeError, ValueError) as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+job_id = checked_by(validate_job_id)
+dedup_key = checked_by(lambda value: validate_like_id("dedup key", value))
 
 
 def priority(value: str) -> int:

@@ -3,23 +3,18 @@ pause, or one of its schedules'."""
 
 from __future__ import annotations
 
-import argparse
 from typing import TYPE_CHECKING
 
 from .._schedules import validate_schedule_name
-from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, queue_name
+from .base import EXIT_FAILURE, EXIT_USAGE, add_connection_options, checked_by, queue_name
 from .group_parser import group_name
 
 if TYPE_CHECKING:
     from .parser import Subcommands
 
 
-def schedule_name(value: str) -> str:
-    """argparse ``type=`` for schedule names: a bad name is a usage error."""
-    try:
-        return validate_schedule_name(value)
-    except (TypeError, ValueError) as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+schedule_name = checked_by(validate_schedule_name)
+"""argparse ``type=`` for schedule names: a bad name is a usage error."""
 
 
 def add_pause_commands(commands: Subcommands) -> None:

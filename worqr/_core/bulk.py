@@ -252,10 +252,10 @@ class Bulk:
         queue: str,
         id: str,
         *,
-        payload: str | bytes | Keep = UNSET,
-        priority: int | Keep | None = UNSET,
-        delay: float | Keep | None = UNSET,
-        at: float | Keep | None = UNSET,
+        payload: str | bytes | Keep,
+        priority: int | Keep | None,
+        delay: float | Keep | None,
+        at: float | Keep | None,
     ) -> Plan[bool]:
         """Change a delayed, queued or retrying job; False (nothing changed) for
         any other, a flow's job, or when another live job holds the new

@@ -38,7 +38,7 @@ class DeadLetters:
             cursor = None
             while True:
                 jobs, cursor = yield from self.job_reads.get_jobs(
-                    queue, "failed", limit=1000, cursor=cursor
+                    queue, "failed", limit=1000, cursor=cursor, group=None
                 )
                 payloads += [job.payload for job in jobs if job.payload is not None]
                 if cursor is None:

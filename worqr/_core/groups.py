@@ -109,11 +109,11 @@ class Groups:
         queue: str,
         group: str,
         *,
-        rate: tuple[int, float] | Keep | None = UNSET,
-        max_active: int | Keep | None = UNSET,
+        rate: tuple[int, float] | Keep | None,
+        max_active: int | Keep | None,
     ) -> Plan[None]:
         """One group's own limits (over the queue's group defaults); an option
-        not given stays, None removes it. Checked before anything is written."""
+        that is UNSET stays, None removes it. Checked before anything is written."""
         keys = self.state.queue_keys(queue)
         name = validate_group(group)
         starts, per = ("-", "") if rate is UNSET else rate_fields(rate)
@@ -188,7 +188,7 @@ class Groups:
         )
 
     def get_groups(
-        self, queue: str, *, limit: int = 100, cursor: str | None = None
+        self, queue: str, *, limit: int, cursor: str | None
     ) -> Plan[tuple[list[GroupInfo], str | None]]:
         """A page of the queue's groups and the cursor of the next (None: done)."""
         keys = self.state.queue_keys(queue)

@@ -189,9 +189,9 @@ class JobReads:
         queue: str,
         state: str,
         *,
-        limit: int = 100,
-        cursor: str | None = None,
-        group: str | None = None,
+        limit: int,
+        cursor: str | None,
+        group: str | None,
     ) -> Plan[tuple[list[JobInfo], str | None]]:
         """One page of the jobs in ``state``: queued in run order (the ungrouped
         ones, then group by group: `queued_pages`), delayed and retrying by due

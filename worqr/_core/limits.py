@@ -121,14 +121,14 @@ class Limits:
         self,
         queue: str,
         *,
-        max_recoveries: int | Keep | None = UNSET,
-        rate: tuple[int, float] | Keep | None = UNSET,
-        max_active: int | Keep | None = UNSET,
-        group_rate: tuple[int, float] | Keep | None = UNSET,
-        group_max_active: int | Keep | None = UNSET,
+        max_recoveries: int | Keep | None,
+        rate: tuple[int, float] | Keep | None,
+        max_active: int | Keep | None,
+        group_rate: tuple[int, float] | Keep | None,
+        group_max_active: int | Keep | None,
     ) -> Plan[None]:
         """Per-queue options, stored in Redis for every worker of the mesh; an
-        option not given is left as it is, None removes it.
+        option that is UNSET is left as it is, None removes it.
 
         ``max_recoveries`` overrides the reaper's setting for this queue; -1 means
         tasks are never dead-lettered for killing their workers (persistent tasks).
