@@ -32,6 +32,20 @@ STATES: tuple[JobState, ...] = (
 )
 """Every state, in lifecycle order."""
 
+LISTED_STATES: tuple[JobState, ...] = (
+    "delayed",
+    "queued",
+    "active",
+    "retrying",
+    "waiting",
+    "finished",
+    "failed",
+    "cancelled",
+)
+"""The states `get_jobs` lists and bulk cancels take: `STATES` and "waiting"
+(flow parents until their children end, keep_last follow-ups until the run
+ends), which `count_jobs` counts only once a queue has such jobs."""
+
 STATE_CODES: dict[str, JobState] = {
     "d": "delayed",
     "q": "queued",

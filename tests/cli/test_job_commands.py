@@ -513,3 +513,16 @@ def test_bulk_usage_errors_change_nothing(
     assert (code, out) == (2, "")
     assert len(err.splitlines()) == 1 and fragment in err, err
     assert wq.count_jobs("q") == before
+
+
+def test_jobs_lists_and_cancels_waiting_flow_parents(cli: Cli, wq: worqr.Worqr) -> None:
+    """A flow parent waits for its children: `--state waiting` lists it (and the
+    full listing shows it between retrying and finished) and cancels it."""
+    flow = wq.submit_flow(worqr.FlowJob("q", "parent", children=[worqr.FlowJob("kids", "1")]))
+    parent_id = flow.last[1]
+    listed = json.loads(cli.ok("jobs", "q", "--state", "waiting", "--json"))
+    assert listed["counts"] == {"waiting": 1}
+    assert [(job["id"], job["state"]) for job in listed["jobs"]] == [(parent_id, "waiting")]
+    assert parent_id in cli.ok("jobs", "q")
+    assert cli.ok("jobs", "q", "--cancel", "--state", "waiting") == "cancelled 1 job on 'q'\n"
+    assert wq.get_job("q", parent_id).state == "cancelled"  # type: ignore[union-attr]

@@ -305,6 +305,19 @@ def test_jobs_by_state_page_with_a_cursor(api: ApiRunner) -> None:
     api(scenario)
 
 
+def test_waiting_jobs_are_listed(api: ApiRunner) -> None:
+    """A flow parent waits for its children: `state=waiting` lists it."""
+
+    async def scenario(api: Api) -> None:
+        kids = [worqr.FlowJob("kids", "1")]
+        flow = await api.client.submit_flow(worqr.FlowJob("q", "parent", children=kids))
+        page = (await api.http.get("/v1/queues/q/jobs", params={"state": "waiting"})).json()
+        assert [(job["id"], job["state"]) for job in page["jobs"]] == [(flow.last[1], "waiting")]
+        assert page["cursor"] is None
+
+    api(scenario)
+
+
 def test_a_finished_job_is_read_over_http_as_the_library_reads_it(
     api: ApiRunner, job_worker: worqr.Worker
 ) -> None:

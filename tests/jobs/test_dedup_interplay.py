@@ -332,3 +332,34 @@ def test_a_follow_up_placed_into_a_pause_waits_for_the_resume(
     [after] = take(worker)
     assert after.job_id == follow.id
     assert_tallies(redis_client, prefix)
+
+
+# -- 5. waiting jobs are listed ------------------------------------------------------
+
+
+def test_get_jobs_lists_waiting_follow_ups_and_flow_parents_by_creation(
+    make: Make,
+) -> None:
+    """`get_jobs(queue, "waiting")` lists what `count_jobs` counts as waiting: a
+    keep_last follow-up (until the run ends) and a flow parent (until its
+    children end), oldest first, over pages."""
+    producer, worker = make(), make(start=True)
+    first, follow, process = running_with_follow_up(producer, worker)
+    flow = producer.submit_flow(worqr.FlowJob("q", "parent", children=[worqr.FlowJob("kids", "1")]))
+    parent_id = flow.last[1]
+    assert producer.count_jobs("q")["waiting"] == 2
+    jobs, after = producer.get_jobs("q", "waiting")
+    assert after is None and [(j.id, j.state) for j in jobs] == [
+        (follow.id, "waiting"),
+        (parent_id, "waiting"),
+    ]
+    assert jobs[0].payload == "v2"
+    page, after = producer.get_jobs("q", "waiting", limit=1)
+    assert [j.id for j in page] == [follow.id] and after is not None
+    page, after = producer.get_jobs("q", "waiting", limit=1, cursor=after)
+    assert [j.id for j in page] == [parent_id]
+    assert finish(worker, process)  # the run ends: the follow-up is queued
+    assert [j.id for j in producer.get_jobs("q", "waiting")[0]] == [parent_id]
+    assert state(producer, first.id) == "finished"
+    with pytest.raises(ValueError, match="unknown job state 'paused'"):
+        producer.get_jobs("q", "paused")

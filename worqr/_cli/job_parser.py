@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from .._dedup import MODE_CODES
-from .._jobs import STATES, validate_job_id, validate_like_id
+from .._jobs import LISTED_STATES, validate_job_id, validate_like_id
 from .base import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -72,8 +72,10 @@ def epoch_time(value: str) -> float:
 
 
 def job_state(value: str) -> str:
-    if value not in STATES:
-        raise argparse.ArgumentTypeError(f"unknown state {value!r}: one of {', '.join(STATES)}")
+    if value not in LISTED_STATES:
+        raise argparse.ArgumentTypeError(
+            f"unknown state {value!r}: one of {', '.join(LISTED_STATES)}"
+        )
     return value
 
 
@@ -228,7 +230,7 @@ def _add_jobs(commands: Subcommands) -> None:
     parser.add_argument(
         "--state",
         type=job_state,
-        help=f"only the jobs in this state: one of {', '.join(STATES)}",
+        help=f"only the jobs in this state: one of {', '.join(LISTED_STATES)}",
     )
     parser.add_argument(
         "--group",

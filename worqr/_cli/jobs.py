@@ -10,7 +10,7 @@ import sys
 from .._clients.sync_client import Worqr
 from .._dedup import Dedup
 from .._errors import JobCancelledError, JobFailedError, WrongQueueKindError
-from .._jobs import STATES, JobInfo, JobRef
+from .._jobs import LISTED_STATES, JobInfo, JobRef
 from . import bulk
 from .base import (
     EXIT_FAILURE,
@@ -201,7 +201,10 @@ def jobs(args: argparse.Namespace) -> int:
         if _is_task_queue(client, queue):
             raise CliError(f"queue {queue!r} is a task queue: it holds no jobs (see worqr status)")
         counts = client.internals.job_counts(queue)
-        states = (args.state,) if args.state else STATES
+        if args.state:
+            counts.setdefault(args.state, 0)  # "waiting" is counted once a queue has one
+        # every state, and "waiting" where the queue has such jobs
+        states = (args.state,) if args.state else tuple(s for s in LISTED_STATES if s in counts)
         listed = {
             state: first_jobs(client, queue, state, limit, args.group)
             for state in states

@@ -13,6 +13,7 @@ from typing import Any
 from .._checks import count, optional_seconds
 from .._errors import JobCancelledError, JobFailedError, JobNotFoundError
 from .._jobs import (
+    LISTED_STATES,
     STATE_CODES,
     STATES,
     TERMINAL,
@@ -38,8 +39,8 @@ MAX_CURSOR_DIGITS = 19  # below 2**64: every such number is a cursor HSCAN takes
 
 
 def _state_of(state: object) -> str:
-    if state not in STATES:
-        raise ValueError(f"unknown job state {state!r}; one of {', '.join(STATES)}")
+    if state not in LISTED_STATES:
+        raise ValueError(f"unknown job state {state!r}; one of {', '.join(LISTED_STATES)}")
     return str(state)
 
 
@@ -195,7 +196,8 @@ class JobReads:
     ) -> Plan[tuple[list[JobInfo], str | None]]:
         """One page of the jobs in ``state``: queued in run order (the ungrouped
         ones, then group by group: `queued_pages`), delayed and retrying by due
-        time, active unordered, terminal latest first. With ``group``, that
+        time, active unordered, waiting (flow parents, keep_last follow-ups) by
+        creation, terminal latest first. With ``group``, that
         group's jobs only (queued: its own ready keys; the other states: the
         pages above with other groups' jobs left out, so a page may be empty
         before the end). A page may be short; iteration ends when the cursor
@@ -224,12 +226,14 @@ class JobReads:
     def _ranked_page(
         self, keys: QueueKeys, state: str, limit: int, offset: int, now_ms: int
     ) -> Plan[tuple[list[str], str | None]]:
-        """Delayed and retrying entries by due time; terminal ids latest first
-        (those past their purge time left out)."""
+        """Delayed and retrying entries by due time; waiting ids by creation;
+        terminal ids latest first (those past their purge time left out)."""
         if offset >= MAX_OFFSET:
             return [], None  # past any end (and past what Redis takes as an offset)
-        if state in ("delayed", "retrying"):
-            zset = keys.job_delayed if state == "delayed" else keys.job_retrying
+        if state in ("delayed", "retrying", "waiting"):
+            zset = {"delayed": keys.job_delayed, "retrying": keys.job_retrying}.get(
+                state, keys.job_waiting
+            )
             found = yield command("ZRANGE", zset, offset, offset + limit - 1)
         else:
             zset = {"finished": keys.job_finished, "failed": keys.job_failed}.get(
@@ -256,7 +260,7 @@ class JobReads:
         """The jobs of ``entries`` (`id#life`, or ids) still in ``state``."""
         if not entries:
             return []
-        if state in TERMINAL:  # ids
+        if state in TERMINAL or state == "waiting":  # ids
             wanted = [(entry, "", "") for entry in entries]
         else:  # id#life: the life tells a live entry from a stale one
             wanted = [entry.rpartition("#") for entry in entries]

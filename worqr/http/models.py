@@ -34,7 +34,7 @@ from .._core.jobs_read import MAX_PAGE
 from .._core.jobs_submit import MAX_PRIORITY
 from .._core.limits import MAX_RATE_SECONDS, MIN_RATE_SECONDS, UNSET
 from .._dedup import Dedup
-from .._jobs import MAX_BACKOFF_FACTOR, STATES, Backoff
+from .._jobs import LISTED_STATES, MAX_BACKOFF_FACTOR, Backoff
 from .._schedules import MAX_SCHEDULE_NAME
 from .config import MAX_WAIT_SECONDS
 from .rules import (
@@ -352,8 +352,10 @@ class PauseBody(NoNulls):
 
 Limit = Annotated[int, Field(ge=1, le=MAX_PAGE, description="page size"), WHOLE]
 Cursor = Annotated[str, Field(pattern=CURSOR_PATTERN, description="from the previous page")]
-JobStateName = Literal["delayed", "queued", "active", "retrying", "finished", "failed", "cancelled"]
-assert set(JobStateName.__args__) == set(STATES)  # type: ignore[attr-defined]
+JobStateName = Literal[
+    "delayed", "queued", "active", "retrying", "waiting", "finished", "failed", "cancelled"
+]
+assert set(JobStateName.__args__) == set(LISTED_STATES)  # type: ignore[attr-defined]
 
 
 class ListJobsQuery(BaseModel):

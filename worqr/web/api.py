@@ -32,7 +32,7 @@ from starlette.routing import Route
 
 from .._clients.async_client import AsyncWorqr
 from .._errors import WrongQueueKindError
-from .._jobs import STATES, validate_group, validate_job_id
+from .._jobs import LISTED_STATES, validate_group, validate_job_id
 from .._keys import validate_name
 from ..http.errors import ApiError, error_response, job_not_found
 from ..http.operations import reply
@@ -145,8 +145,8 @@ async def _queue(request: Request) -> Response:
 def _page(params: QueryParams) -> tuple[str, int, str | None]:
     """The state, the page size and the cursor (the API's rule) a jobs page asks for."""
     state = params.get("state", "queued")
-    if state not in STATES:
-        raise ApiError(400, "bad_request", f"state must be one of {', '.join(STATES)}")
+    if state not in LISTED_STATES:
+        raise ApiError(400, "bad_request", f"state must be one of {', '.join(LISTED_STATES)}")
     return (state, *_size_and_cursor(params))
 
 
