@@ -15,6 +15,7 @@ import redis
 
 import worqr
 from tests.support.mesh import queue_keys
+from worqr._core.lua import NotMemberError
 from worqr._jobs import JobProcess
 
 from .test_groups import Make, take
@@ -73,7 +74,13 @@ class Ops:
         )
 
     def take(self) -> None:
-        self.held += take(self.worker, self.rng.randint(1, 4))
+        count = self.rng.randint(1, 4)
+        try:
+            self.held += take(self.worker, count)
+        except NotMemberError:
+            # The queue was deleted and the worker's listener had not yet heard
+            # its 'delete' event (it arrives by pub/sub): the next call rejoins.
+            self.held += take(self.worker, count)
 
     def finish(self) -> None:
         self.rng.shuffle(self.held)
