@@ -26,7 +26,7 @@ from ._errors import (
     WrongQueueKindError,
 )
 from ._flows import ChildOutcome, FlowInfo, FlowJob, FlowRef, Step
-from ._hooks import Hooks
+from ._hooks import JOB_RUN_OUTCOMES, Hooks, JobRun
 from ._jobs import Backoff, JobInfo, JobRef, JobSettings
 from ._keys import MAX_NAME_CHARS, validate_name
 from ._process import Process
@@ -39,6 +39,7 @@ from ._settings import Settings
 from ._version import __version__
 
 __all__ = [
+    "JOB_RUN_OUTCOMES",
     "MAX_NAME_CHARS",
     "AmbiguousResultError",
     "AsyncWorqr",
@@ -57,6 +58,7 @@ __all__ = [
     "JobInfo",
     "JobNotFoundError",
     "JobRef",
+    "JobRun",
     "JobSettings",
     "LeaseLostError",
     "NotStartedError",

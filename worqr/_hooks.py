@@ -14,9 +14,36 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 logger = logging.getLogger("worqr")
+
+
+class JobRun(Protocol):
+    """What the job hooks are told of one run of a job's handler (read only; the
+    runtime passes its own record of the run, so telling costs no copy)."""
+
+    @property
+    def queue(self) -> str:
+        """The job's queue."""
+
+    @property
+    def job_id(self) -> str:
+        """The job's id."""
+
+    @property
+    def attempt(self) -> int:
+        """This run's attempt, 1-based (failures, recoveries and this run)."""
+
+    @property
+    def recoveries(self) -> int:
+        """How many earlier runs ended with their worker's death."""
+
+
+JOB_RUN_OUTCOMES = frozenset(
+    {"finished", "retried", "rate_limited", "failed", "cancelled", "returned", "fenced"}
+)
+"""How a run of a job ends (`Hooks.on_job_run_ended`)."""
 
 
 class Hooks:
@@ -89,86 +116,121 @@ class Hooks:
     def on_job_timeout(self, queue: str) -> None:
         """A job ran past its timeout (its attempt counts as failed)."""
 
+    def on_job_run_started(self, run: JobRun) -> None:
+        """A handler started ``run`` of a job (after `on_started` and `on_job_started`)."""
+
+    def on_job_run_ended(
+        self, run: JobRun, outcome: str, seconds: float, error: BaseException | None
+    ) -> None:
+        """``run`` ended after ``seconds``; ``outcome`` is one of `JOB_RUN_OUTCOMES`:
+        "finished" (its finish was accepted), "retried" (it raised and the job will
+        run again per its policy), "rate_limited" (it raised `worqr.RateLimited`),
+        "failed" (the job ended failed), "cancelled", "returned" (back to the queue
+        uncharged: its lease went stale, or a shutdown) or "fenced" (the worker no longer
+        owned it). ``error`` is what the handler raised, for retried, rate_limited
+        and failed (a `TimeoutError` for a run past its timeout), else None."""
+
     def on_wakeup(self, queue: str) -> None:
         """A wake-up arrived for ``queue`` (a pub/sub hint or the fallback poll)."""
 
 
 class HookList(Hooks):
     """Calls every registered `Hooks` in turn; a hook that raises is logged and
-    skipped. What the client and the runtime call."""
+    skipped. What the client and the runtime call.
+
+    Each event keeps the list of the bound methods that override it, so an event
+    no registered hook listens to costs a lookup and an empty loop (the runtime
+    reports several events per job)."""
 
     def __init__(self) -> None:
         self._hooks: list[Hooks] = []
+        self._listeners: dict[str, list[tuple[Hooks, Callable[..., object]]]] = {}
 
     def add(self, hooks: Hooks) -> None:
         if not isinstance(hooks, Hooks):
             raise TypeError(f"hooks must be a worqr.Hooks, not {type(hooks).__name__}")
-        if hooks not in self._hooks:
-            self._hooks.append(hooks)
+        if hooks in self._hooks:
+            return
+        self._hooks.append(hooks)
+        for name in _EVENTS:
+            method = getattr(hooks, name)
+            if getattr(method, "__func__", None) is not getattr(Hooks, name):  # overridden
+                self._listeners.setdefault(name, []).append((hooks, method))
 
     def __bool__(self) -> bool:
         return bool(self._hooks)
 
-    def _each(self, call: Callable[[Hooks], object]) -> None:
-        for hooks in self._hooks:
+    def _each(self, event: str, *args: Any) -> None:
+        for hooks, method in self._listeners.get(event, ()):
             try:
-                call(hooks)
+                method(*args)
             except Exception:
                 logger.exception("hook %s failed", type(hooks).__name__)
 
     def on_registered(self, worker_id: str) -> None:
-        self._each(lambda h: h.on_registered(worker_id))
+        self._each("on_registered", worker_id)
 
     def on_lease_lost(self, worker_id: str) -> None:
-        self._each(lambda h: h.on_lease_lost(worker_id))
+        self._each("on_lease_lost", worker_id)
 
     def on_peer_failed(self, worker_id: str, requeued: int, dead_lettered: int) -> None:
-        self._each(lambda h: h.on_peer_failed(worker_id, requeued, dead_lettered))
+        self._each("on_peer_failed", worker_id, requeued, dead_lettered)
 
     def on_heartbeat_failed(self, error: str) -> None:
-        self._each(lambda h: h.on_heartbeat_failed(error))
+        self._each("on_heartbeat_failed", error)
 
     def on_redis_down(self, what: str, error: str) -> None:
-        self._each(lambda h: h.on_redis_down(what, error))
+        self._each("on_redis_down", what, error)
 
     def on_redis_up(self, what: str, seconds: float) -> None:
-        self._each(lambda h: h.on_redis_up(what, seconds))
+        self._each("on_redis_up", what, seconds)
 
     def on_loop_blocked(self, seconds: float, culprit: str) -> None:
-        self._each(lambda h: h.on_loop_blocked(seconds, culprit))
+        self._each("on_loop_blocked", seconds, culprit)
 
     def on_started(self, queue: str) -> None:
-        self._each(lambda h: h.on_started(queue))
+        self._each("on_started", queue)
 
     def on_finished(self, queue: str, seconds: float) -> None:
-        self._each(lambda h: h.on_finished(queue, seconds))
+        self._each("on_finished", queue, seconds)
 
     def on_failed(self, queue: str, seconds: float) -> None:
-        self._each(lambda h: h.on_failed(queue, seconds))
+        self._each("on_failed", queue, seconds)
 
     def on_retried(self, queue: str) -> None:
-        self._each(lambda h: h.on_retried(queue))
+        self._each("on_retried", queue)
 
     def on_cancelled(self, queue: str) -> None:
-        self._each(lambda h: h.on_cancelled(queue))
+        self._each("on_cancelled", queue)
 
     def on_fenced(self, queue: str) -> None:
-        self._each(lambda h: h.on_fenced(queue))
+        self._each("on_fenced", queue)
 
     def on_dropped(self, queue: str) -> None:
-        self._each(lambda h: h.on_dropped(queue))
+        self._each("on_dropped", queue)
 
     def on_dequeue(self, queue: str, asked: int, got: int) -> None:
-        self._each(lambda h: h.on_dequeue(queue, asked, got))
+        self._each("on_dequeue", queue, asked, got)
 
     def on_job_started(self, queue: str, waited: float) -> None:
-        self._each(lambda h: h.on_job_started(queue, waited))
+        self._each("on_job_started", queue, waited)
 
     def on_job_timeout(self, queue: str) -> None:
-        self._each(lambda h: h.on_job_timeout(queue))
+        self._each("on_job_timeout", queue)
+
+    def on_job_run_started(self, run: JobRun) -> None:
+        self._each("on_job_run_started", run)
+
+    def on_job_run_ended(
+        self, run: JobRun, outcome: str, seconds: float, error: BaseException | None
+    ) -> None:
+        self._each("on_job_run_ended", run, outcome, seconds, error)
 
     def on_wakeup(self, queue: str) -> None:
-        self._each(lambda h: h.on_wakeup(queue))
+        self._each("on_wakeup", queue)
+
+
+_EVENTS = tuple(name for name in vars(Hooks) if name.startswith("on_"))
 
 
 Observer = Callable[[str, dict[str, Any]], object]

@@ -24,6 +24,8 @@ class Outcomes(worqr.Hooks):
     def __init__(self) -> None:
         self.seen: Counter[str] = Counter()
         self.waited: list[float] = []
+        # (event, queue, job id, attempt, the error's type name) of each job run
+        self.runs: list[tuple[str, str, str, int, str | None]] = []
 
     def on_finished(self, queue: str, seconds: float) -> None:
         self.seen["finished"] += 1
@@ -45,6 +47,16 @@ class Outcomes(worqr.Hooks):
 
     def on_job_timeout(self, queue: str) -> None:
         self.seen["timeout"] += 1
+
+    def on_job_run_started(self, run: worqr.JobRun) -> None:
+        self.runs.append(("started", run.queue, run.job_id, run.attempt, None))
+
+    def on_job_run_ended(
+        self, run: worqr.JobRun, outcome: str, seconds: float, error: BaseException | None
+    ) -> None:
+        assert outcome in worqr.JOB_RUN_OUTCOMES and seconds >= 0
+        kind = type(error).__name__ if error is not None else None
+        self.runs.append((outcome, run.queue, run.job_id, run.attempt, kind))
 
 
 def test_results_of_sync_and_async_handlers(
@@ -99,6 +111,13 @@ def test_failures_retry_with_backoff_then_succeed(
     # The hook runs once Redis answered the finish: a waiter may read it first.
     wait_until(lambda: outcomes.seen["finished"] == 1, message="the finished hook")
     assert outcomes.seen == Counter({"retried": 3, "finished": 1})
+    # The job-run hooks tell each run apart: its attempt, how it ended, and why.
+    expected = []
+    for attempt in (1, 2, 3):
+        expected += [("started", "q", ref.id, attempt, None)]
+        expected += [("retried", "q", ref.id, attempt, "ConnectionError")]
+    expected += [("started", "q", ref.id, 4, None), ("finished", "q", ref.id, 4, None)]
+    assert outcomes.runs == expected
     info = wq.get_job("q", ref.id)
     assert info is not None and info.attempts == 4 and info.error is None
 
@@ -164,6 +183,10 @@ def test_timeouts_fail_the_attempt_async_and_sync(
     wait_until(lambda: worker.in_flight == 0)
     assert wq.get_job("sync", s.id).state == "failed"  # type: ignore[union-attr]  # its return changed nothing
     assert outcomes.seen["timeout"] == 2  # the async one (cancelled) and the sync one
+    ended = sorted(run for run in outcomes.runs if run[0] != "started")
+    assert ended == sorted(
+        [("failed", "async", a.id, 1, "TimeoutError"), ("failed", "sync", s.id, 1, "TimeoutError")]
+    )
 
 
 def test_progress_is_stored_and_the_last_value_lands_before_the_end(
@@ -214,6 +237,7 @@ def test_cancelling_a_running_job_stops_its_handler(
     assert wq.cancel_job("q", ref.id)
     assert stopped.wait(10)
     wait_until(lambda: outcomes.seen["cancelled"] == 1)
+    assert outcomes.runs == [("started", "q", ref.id, 1, None), ("cancelled", "q", ref.id, 1, None)]
     assert wq.get_job("q", ref.id).state == "cancelled"  # type: ignore[union-attr]
 
 

@@ -139,7 +139,7 @@ class Acknowledger:
                 asyncio.create_task(self.finish(ack.process, seconds, ack.kind, ack.result))
             )
         else:
-            self.report_finish(ack.process.queue, seconds, ok)
+            self.report_finish(ack.process, seconds, ok)
 
     async def finish(
         self, process: Process, seconds: float, kind: str = "n", result: bytes = b""
@@ -154,17 +154,20 @@ class Acknowledger:
                 )
                 return accepted[0]
 
-            self.report_finish(process.queue, seconds, await self.run(finish_job, False))
+            self.report_finish(process, seconds, await self.run(finish_job, False))
         else:
             self.report_finish(
-                process.queue, seconds, await self.send(self.client.finish_process, process)
+                process, seconds, await self.send(self.client.finish_process, process)
             )
 
-    def report_finish(self, queue: str, seconds: float, ok: bool) -> None:
+    def report_finish(self, process: Process, seconds: float, ok: bool) -> None:
+        hooks, queue = self.hooks, process.queue
         if ok:
-            self.hooks.on_finished(queue, seconds)
+            hooks.on_finished(queue, seconds)
         else:
-            self.hooks.on_fenced(queue)
+            hooks.on_fenced(queue)
+        if isinstance(process, JobProcess):
+            hooks.on_job_run_ended(process, "finished" if ok else "fenced", seconds, None)
 
     def flush(self, queue: str) -> None:
         """Send the finishes waiting on ``queue`` now, without a take."""

@@ -114,6 +114,8 @@ class Dispatcher(Hooks):
         if not spec.persistent:
             self._counted.add(process.id)
         self.hooks.on_started(process.queue)
+        if isinstance(process, JobProcess):
+            self.hooks.on_job_run_started(process)
         inner.add_done_callback(partial(self._ended, running))
         self._track(inner)  # a drain waits for the handler
 

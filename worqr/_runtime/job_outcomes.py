@@ -145,18 +145,23 @@ class JobOutcomes:
         await self.progress_sent(process)
         if outcome is Outcome.LEASE_LOST:
             hooks.on_fenced(queue)
+            hooks.on_job_run_ended(process, "fenced", seconds, None)
         elif outcome is Outcome.SHUTDOWN:
             hooks.on_retried(queue)  # deregistering returns it to the front
+            hooks.on_job_run_ended(process, "returned", seconds, None)
         elif outcome is Outcome.CANCELLED:
             await acks.run(
                 lambda: client.internals.stop_job(process), False
             )  # gone already: forget it
             hooks.on_cancelled(queue)
+            hooks.on_job_run_ended(process, "cancelled", seconds, None)
         elif outcome is Outcome.RETURNED:
             if await acks.run(lambda: client.internals.stop_job(process), False):
                 hooks.on_retried(queue)
+                hooks.on_job_run_ended(process, "returned", seconds, None)
             else:
                 hooks.on_fenced(queue)
+                hooks.on_job_run_ended(process, "fenced", seconds, None)
         elif outcome is Outcome.FINISHED:  # while stopping: no take to carry it
             await self._finish_with_result(running, seconds)
         else:
@@ -209,11 +214,14 @@ class JobOutcomes:
             )
 
         accepted, state = await self.acks.run(report, (False, ""))
+        hooks = self.hooks
         if not accepted:
-            self.hooks.on_fenced(queue)
+            hooks.on_fenced(queue)
+            hooks.on_job_run_ended(process, "fenced", seconds, None)
             return
         if state == "d":  # RateLimited
-            self.hooks.on_retried(queue)
+            hooks.on_retried(queue)
+            hooks.on_job_run_ended(process, "rate_limited", seconds, error)
             logger.info(
                 "job %s of queue %r is rate limited: back in %.2g s, the queue shut as long",
                 process.job_id,
@@ -222,7 +230,8 @@ class JobOutcomes:
             )
             return
         if state == "r":
-            self.hooks.on_retried(queue)
+            hooks.on_retried(queue)
+            hooks.on_job_run_ended(process, "retried", seconds, error)
             logger.warning(
                 "job %s of queue %r failed (attempt %d), retrying in %.2g s: %s",
                 process.job_id,
@@ -232,7 +241,8 @@ class JobOutcomes:
                 text,
             )
             return
-        self.hooks.on_failed(queue, seconds)
+        hooks.on_failed(queue, seconds)
+        hooks.on_job_run_ended(process, "failed", seconds, error)
         # A deliberate Fail needs no traceback; an unexpected error ends with one.
         unexpected = error is not None and not isinstance(error, Fail | TimeoutError)
         logger.error(

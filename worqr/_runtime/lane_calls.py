@@ -74,7 +74,7 @@ class LaneCalls:
     def report(self, finishes: list[Finish], accepted: list[bool]) -> None:
         report = self._dispatch.acks.report_finish
         for (process, seconds, _, _), ok in zip(finishes, accepted, strict=True):
-            report(process.queue, seconds, ok)
+            report(process, seconds, ok)
 
     def to_loop(self, function: Callable[..., Any], *args: Any) -> None:
         try:

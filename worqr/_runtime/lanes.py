@@ -185,6 +185,8 @@ class Lanes:
         try:
             dispatch.running[process.id] = running
             self._hooks.on_started(queue)
+            if job is not None:
+                self._hooks.on_job_run_started(job)
             try:
                 end.returned(context.run(call_sync, spec.function, process.task))
             except BaseException as error:  # the outcome policy decides; the lane lives on
