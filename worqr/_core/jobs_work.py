@@ -165,9 +165,11 @@ class JobWork:
                     retries=meta.get("R"),
                     backoff=None if backoff is None else Backoff.from_wire(backoff),
                     timeout=None if timeout is None else int(timeout) / 1000,
-                    children=tuple(
+                    children=()
+                    if not child_queues
+                    else tuple(
                         ChildOutcome(i, "", str(q), "cancelled", None, None)
-                        for i, q in enumerate(child_queues or ())
+                        for i, q in enumerate(child_queues)
                     ),
                     child_policy=meta.get("cf"),
                 )

@@ -39,6 +39,17 @@ class RateLimited(Exception):
         self.delay = self.seconds  # the outcome's delay, as for Retry
 
 
+class CancelEvent(threading.Event):
+    """A `threading.Event` whose condition uses an `RLock`: one is made for every
+    process a worker starts, and ``Condition(Lock())`` probes the lock for three
+    methods a `Lock` lacks (a caught AttributeError each), which an `RLock` has.
+    Half the cost per process; waiting and setting behave the same."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.RLock())
+        self._flag = False
+
+
 @dataclass(frozen=True, slots=True)
 class ProcessContext:
     """The process a handler is running.
@@ -51,7 +62,7 @@ class ProcessContext:
     """
 
     process: Process
-    cancelled: threading.Event = field(default_factory=threading.Event)
+    cancelled: threading.Event = field(default_factory=CancelEvent)
 
     @property
     def id(self) -> str:

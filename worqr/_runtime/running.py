@@ -187,12 +187,17 @@ def launch(
     return threads.submit(context.run, call_sync, function, task)
 
 
+_PLAIN = frozenset({str, bytes, int, float, bool, dict, list, tuple})
+
+
 async def _call_async(function: Handler, task: str | bytes) -> Any:
     return await function(task)
 
 
 def call_sync(function: Handler, task: str | bytes) -> Any:
     result = function(task)
+    if result is None or type(result) in _PLAIN:  # the common returns, checked cheaply
+        return result
     if inspect.isawaitable(result):
         close = getattr(result, "close", None)
         if close is not None:
