@@ -173,3 +173,18 @@ def test_failed_jobs_are_dead_letters_redriven_and_purged(
         assert all([await api.client.get_job("work", r.id) is None for r in refs])
 
     api(scenario)
+
+
+def test_a_queue_with_a_waiting_flow_parent_lists_its_waiting_count(api: ApiRunner) -> None:
+    async def scenario(api: Api) -> None:
+        await api.client.submit("plain", "x")
+        flow = worqr.FlowJob("report", "q3", children=[worqr.FlowJob("part", "1")])
+        await api.client.submit_flow(flow)
+        answer = await api.http.get("/v1/queues")
+        assert answer.status_code == 200
+        rows = {row["name"]: row for row in answer.json()["queues"]}
+        assert rows["report"]["jobs"]["waiting"] == 1
+        assert "waiting" not in rows["plain"]["jobs"]  # counted once a queue has such jobs
+        assert rows["part"]["jobs"]["queued"] == 1
+
+    api(scenario)

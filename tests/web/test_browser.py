@@ -439,3 +439,19 @@ def test_a_queues_groups_show_their_limits_page_by_page_and_pause_by_button(
     button().click()  # type: ignore[attr-defined]
     wait_for(browser, "the resume", lambda: group_rows(browser)[target]["now"] == "free")
     assert not wq.is_paused("tenants", group=target)
+
+
+def test_a_flow_parent_shows_under_waiting_once_the_queue_has_one(
+    browser: WebDriver, served: WebServer, wq: worqr.Worqr
+) -> None:
+    wq.submit("plain", "x")
+    browser.get(served.url.rstrip("/") + "/ui/queue?name=plain")
+    give_token(browser, TOKEN)
+    wait_for(browser, "the counts", lambda: card(browser, "queued") == "1")
+    assert card(browser, "waiting") == ""  # no such job: no card
+
+    flow = wq.submit_flow(worqr.FlowJob("report", "q3", children=[worqr.FlowJob("part", "1")]))
+    parent = flow.root[1]
+    browser.get(served.url.rstrip("/") + "/ui/queue?name=report&state=waiting")
+    wait_for(browser, "the waiting card", lambda: card(browser, "waiting") == "1")
+    wait_for(browser, "the parent listed", lambda: browser.find_elements(By.LINK_TEXT, parent))

@@ -84,6 +84,10 @@ class JobCounts(Reply):
     finished: int
     failed: int
     cancelled: int
+    waiting: int | None = Field(
+        default=None,
+        description="flow parents and keep_last follow-ups; only once the queue has had such jobs",
+    )
 
 
 class QueueRow(Reply):

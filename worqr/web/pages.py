@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from .._jobs import STATES
+from .._jobs import LISTED_STATES
 
 HEADERS = {
     "Content-Security-Policy": (
@@ -159,7 +159,7 @@ all</button> <button id="bulk-retry" type="button" class="act" hidden>retry all<
 <button id="purge" type="button" class="act danger">purge all</button>
 <span id="failed-result" class="muted"></span></p>
 <div id="failed"></div></section>"""
-    data = {"queue": queue, "states": " ".join(STATES), "groups-page": str(GROUPS_PAGE)}
+    data = {"queue": queue, "states": " ".join(LISTED_STATES), "groups-page": str(GROUPS_PAGE)}
     return _frame("queue", queue, crumbs, body, data)
 
 

@@ -356,7 +356,9 @@
     function counts(data) {
       const kind = data.row.kind;
       const count = countsOf(data.row);
-      const states = kind === "jobs" ? body.dataset.states.split(" ") : TASK_STATES;
+      // "waiting" (flow parents, keep_last follow-ups) is counted once a queue has such jobs
+      const listed = kind === "jobs" ? body.dataset.states.split(" ") : TASK_STATES;
+      const states = listed.filter((name) => count[name] != null);
       document.getElementById("kind").textContent = kind === "jobs" ? "(job queue)" : "(task queue)";
       const cards = states.map((name) => {
         const label = kind === "tasks" && name === "active" ? "in process" : name;
