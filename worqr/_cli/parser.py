@@ -29,6 +29,7 @@ from .base import (
 from .group_parser import add_groups_command
 from .health import add_health_options
 from .http_parser import add_http_command
+from .isolation_options import add_isolation_options
 from .job_parser import add_job_commands
 from .limit_parser import add_limit_command
 from .pause_parser import add_pause_commands
@@ -154,6 +155,7 @@ def _add_worker(commands: Subcommands) -> None:
         "tasks elsewhere (default: the Worker's, 60)",
     )
     add_health_options(parser)
+    add_isolation_options(parser)
     supervision = parser.add_argument_group("supervision (with --processes > 1)")
     supervision.add_argument(
         "--max-restarts",

@@ -86,6 +86,9 @@ OVERRIDES = {
     "--socket-timeout": "socket_timeout",
     "--max-blocked": "max_blocked",
     "--grace": "grace_period",
+    "--isolated": "isolated",
+    "--max-jobs-per-child": "max_jobs_per_child",
+    "--max-memory-per-child": "max_memory_per_child",
 }
 
 

@@ -17,6 +17,7 @@ from .._process import Process
 from .acks import Acknowledger
 from .capacity import Capacity
 from .context import ProcessContext
+from .isolation.pool import ChildPool
 from .job_context import JobContext
 from .job_outcomes import JobOutcomes
 from .line import Line
@@ -59,6 +60,7 @@ class Dispatcher(Hooks):
         self.jobs = jobs
         self.hooks = hooks
         self.threads = threads
+        self.children: ChildPool | None = None  # isolated handlers' processes, if any
         self.running: dict[str, Running] = {}
         self._wake = wake
         self._track = track
@@ -109,7 +111,7 @@ class Dispatcher(Hooks):
             timeout = self.jobs.timeout(process, spec)
             if timeout is not None:
                 running.deadline = loop.call_later(timeout, self._timed_out, running)
-        inner = running.inner = launch(running, loop, self.threads)
+        inner = running.inner = launch(running, loop, self.threads, self.children)
         self.running[process.id] = running
         if not spec.persistent:
             self._counted.add(process.id)

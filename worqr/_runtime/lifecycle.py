@@ -22,6 +22,7 @@ from typing import Any, Self
 from .._clients.async_client import AsyncWorqr
 from .._clients.outage import OutageLog
 from .._errors import WorqrError, WrongQueueKindError
+from .isolation.pool import ChildBootError
 from .running import Reason
 from .settings import WorkerSettings
 
@@ -39,7 +40,7 @@ async def until_answered(
     while True:
         try:
             result = await call()
-        except WrongQueueKindError:
+        except (WrongQueueKindError, ChildBootError):
             raise  # a mistake in the handlers, not an outage: retrying cannot help
         except Exception as error:
             if stopping_now():

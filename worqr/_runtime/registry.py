@@ -4,15 +4,18 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from .._checks import flag
 from .._core.jobs_submit import job_options
 from .._core.schedules import checked_schedule
 from .._errors import WorqrError
 from .._jobs import Backoff, check_backoff
 from .._keys import validate_name
 from .._schedules import ScheduleArgs
+from .isolation.targets import target_of
 from .running import Handler, HandlerSpec, is_async_handler
 
 H = TypeVar("H", bound=Handler)
@@ -27,9 +30,13 @@ class HandlerRegistry:
         self._specs: dict[str, HandlerSpec] = {}
         self._crons: dict[tuple[str, str], ScheduleArgs] = {}
 
-    def handler(self, queue: str, *, persistent: bool = False) -> Callable[[H], H]:
+    def handler(
+        self, queue: str, *, persistent: bool = False, isolated: bool = False
+    ) -> Callable[[H], H]:
         """Register the function that runs the tasks of ``queue``: sync (run in the
-        thread pool) or async. It takes the task (str, or bytes if not UTF-8)."""
+        thread pool) or async. It takes the task (str, or bytes if not UTF-8).
+        ``isolated``: a sync handler runs in a child process (docs/isolation.md)."""
+        flag("isolated", isolated)
         validate_name(queue)
         if queue in self._specs:
             raise ValueError(f"queue {queue!r} already has a handler")
@@ -40,7 +47,7 @@ class HandlerRegistry:
             if self._loop is not None:
                 raise WorqrError("register handlers before the worker runs")
             spec = HandlerSpec(queue, function, persistent, is_async_handler(function))
-            self._specs[queue] = spec
+            self._specs[queue] = isolate(spec) if isolated else spec
             return function
 
         return register
@@ -52,12 +59,15 @@ class HandlerRegistry:
         retries: int | None = None,
         backoff: Backoff | float | None = None,
         timeout: float | None = None,
+        isolated: bool = False,
     ) -> Callable[[H], H]:
         """Register the function that runs the jobs of ``queue`` (a job queue):
         sync (run on a handler thread) or async. It takes the payload (str, or
         bytes if not UTF-8) and returns the job's result (str, bytes or None).
         ``retries``, ``backoff``, ``timeout``: this handler's defaults (a job's
-        own options win; else `JobSettings`)."""
+        own options win; else `JobSettings`). ``isolated``: a sync handler runs
+        in a child process, stopped for good past its timeout (docs/isolation.md)."""
+        flag("isolated", isolated)
         validate_name(queue)
         if queue in self._specs:
             raise ValueError(f"queue {queue!r} already has a handler")
@@ -68,7 +78,7 @@ class HandlerRegistry:
                 raise TypeError("a handler must be callable")
             if self._loop is not None:
                 raise WorqrError("register handlers before the worker runs")
-            self._specs[queue] = HandlerSpec(
+            spec = HandlerSpec(
                 queue,
                 function,
                 persistent=False,
@@ -78,6 +88,7 @@ class HandlerRegistry:
                 backoff=None if backoff is None else check_backoff(backoff),
                 timeout=None if timeout is None else float(timeout),
             )
+            self._specs[queue] = isolate(spec) if isolated else spec
             return function
 
         return register
@@ -119,3 +130,15 @@ class HandlerRegistry:
     @property
     def persistent_queues(self) -> list[str]:
         return sorted(queue for queue, spec in self._specs.items() if spec.persistent)
+
+
+def isolate(spec: HandlerSpec) -> HandlerSpec:
+    """``spec`` run in a child process: it then runs as the loop's async handlers
+    do (a task it can cancel, which stops the child). An async handler cannot
+    be: it never blocks a thread, and a child could not share its loop."""
+    if spec.is_async:
+        raise ValueError(
+            f"the handler of queue {spec.queue!r} is async: only sync handlers can be isolated"
+        )
+    target_of(spec.function, spec.queue)  # a child must be able to import it
+    return dataclasses.replace(spec, isolated=True, is_async=True)

@@ -10,7 +10,7 @@ import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._clients.lease import HANDLER_TASK_PREFIX
 from .._jobs import Backoff
@@ -18,6 +18,9 @@ from .._process import Process
 from .context import ProcessContext, Retry, current_process, set_current
 from .job_context import Fail, JobContext, set_current_job
 from .threads import HandlerThreads
+
+if TYPE_CHECKING:
+    from .isolation.pool import ChildPool
 
 Handler = Callable[[Any], Any]
 Reason = Literal["cancel", "lease", "stale", "shutdown", "timeout"]
@@ -47,6 +50,7 @@ class HandlerSpec:
     retries: int | None = None
     backoff: Backoff | float | None = None
     timeout: float | None = None
+    isolated: bool = False  # runs in a child process of the worker's pool (`worqr._isolation`)
 
     @property
     def task_name(self) -> str:
@@ -170,21 +174,34 @@ class Running:
 
 
 def launch(
-    running: Running, loop: asyncio.AbstractEventLoop, threads: HandlerThreads
+    running: Running,
+    loop: asyncio.AbstractEventLoop,
+    threads: HandlerThreads,
+    children: ChildPool | None = None,
 ) -> asyncio.Future[Any]:
     """Start the handler with `current_process()` set: an asyncio task for an
-    async handler, a handler thread for a sync one (in a copy of the context)."""
+    async handler, a handler thread for a sync one (in a copy of the context),
+    an asyncio task that waits for a child of ``children`` for an isolated one."""
     context = contextvars.copy_context()
     context.run(set_current, running.context)
     if running.job is not None:
         context.run(set_current_job, running.job)
     function, task = running.spec.function, running.process.task
+    if running.spec.isolated:
+        assert children is not None
+        report = running.job.report if running.job is not None else _no_progress
+        call = children.run(running.spec.queue, running.process, report)
+        return loop.create_task(call, context=context, name=running.spec.task_name)
     if running.spec.is_async:
         # Named for the lease thread's report of a blocked loop (no payload in it).
         return loop.create_task(
             _call_async(function, task), context=context, name=running.spec.task_name
         )
     return threads.submit(context.run, call_sync, function, task)
+
+
+def _no_progress(value: bytes) -> None:
+    """A task's handler has no progress to report (only a job's has)."""
 
 
 _PLAIN = frozenset({str, bytes, int, float, bool, dict, list, tuple})

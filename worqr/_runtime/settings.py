@@ -41,6 +41,14 @@ class WorkerSettings:
         health_host: the address the probes bind (loopback unless said).
         livez_after: seconds the event loop or a take loop may make no progress
             before ``/livez`` answers 503; shorter than ``client.max_blocked``.
+        isolated: run every sync handler in a child process (as
+            ``isolated=True`` on each; docs/isolation.md).
+        max_jobs_per_child: replace a handler child after this many jobs
+            (None: never for that reason).
+        max_memory_per_child: replace a handler child whose resident memory is
+            above this many bytes after a job (None: never for that reason).
+        child_grace: seconds a stopped handler child gets between SIGTERM and
+            SIGKILL (a timeout, a cancel, a shutdown past its grace period).
     """
 
     client: Settings = field(default_factory=Settings)
@@ -53,6 +61,10 @@ class WorkerSettings:
     health_port: int | None = None
     health_host: str = "127.0.0.1"
     livez_after: float = 5.0
+    isolated: bool = False
+    max_jobs_per_child: int | None = None
+    max_memory_per_child: int | None = None
+    child_grace: float = 1.0
 
     @property
     def max_blocked(self) -> float:
@@ -77,6 +89,10 @@ class WorkerSettings:
         if not isinstance(self.health_host, str) or not self.health_host:
             raise TypeError("health_host must be a non-empty str")
         seconds("livez_after", self.livez_after, above=True)
+        flag("isolated", self.isolated)
+        optional_count("max_jobs_per_child", self.max_jobs_per_child, low=1)
+        optional_count("max_memory_per_child", self.max_memory_per_child, low=1, high=2**53)
+        seconds("child_grace", self.child_grace)
         if self.health_port is not None and self.livez_after >= self.max_blocked:
             raise ValueError(
                 f"livez_after ({self.livez_after:g}) must be shorter than max_blocked "

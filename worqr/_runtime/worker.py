@@ -27,6 +27,8 @@ from .._settings import with_overrides
 from .acks import Acknowledger
 from .capacity import Capacity
 from .dispatch import Dispatcher
+from .isolation.pool import ChildPool, PoolSettings
+from .isolation.targets import target_of
 from .job_outcomes import JobOutcomes
 from .lane_setup import make_lanes
 from .lanes import Lanes
@@ -35,7 +37,7 @@ from .pace import HandlerPace
 from .probes import ProbeServer
 from .progress import PULLER_PREFIX, Watched, WorkerChecks
 from .pulling import Puller
-from .registry import HandlerRegistry
+from .registry import HandlerRegistry, isolate
 from .running import Handler, Reason
 from .settings import WorkerSettings
 from .threads import HandlerThreads
@@ -83,6 +85,7 @@ class Worker(HandlerRegistry, Lifecycle):
         *,
         prefix: str | None = None,
         concurrency: int | None = None,
+        isolated: bool | None = None,
         settings: WorkerSettings | None = None,
         redis: Any = None,
         subscriber: Any = None,
@@ -99,7 +102,9 @@ class Worker(HandlerRegistry, Lifecycle):
         self._service_name = service_name
         base = settings or WorkerSettings()
         client = with_overrides(base.client, prefix=prefix)
-        self.settings = with_overrides(base, client=client, concurrency=concurrency)
+        self.settings = with_overrides(
+            base, client=client, concurrency=concurrency, isolated=isolated
+        )
         flag("cluster", cluster)
         self.url = url
         self.cluster = cluster
@@ -116,6 +121,7 @@ class Worker(HandlerRegistry, Lifecycle):
         self._timers: dict[str, asyncio.TimerHandle] = {}  # queue -> its due-jobs timer
         self._watched: Watched | None = None  # what the health probes read during a run
         self._probes: ProbeServer | None = None
+        self._children: ChildPool | None = None  # the isolated handlers' processes
 
     # -- configuration ---------------------------------------------------------
 
@@ -173,6 +179,7 @@ class Worker(HandlerRegistry, Lifecycle):
             batch=settings.batch,
         )
         self._wanted = {queue: asyncio.Event() for queue in self._specs}
+        self._children = self._child_pool()
         # Persistent sync handlers hold their thread for good: give them their own.
         threads = settings.concurrency + sum(
             settings.queue_limits.get(q, settings.concurrency)
@@ -220,6 +227,7 @@ class Worker(HandlerRegistry, Lifecycle):
             wake=self._wake,
             stopping=stopping,
         )
+        self._dispatch.children = self._children
         client.add_hooks(self._dispatch)  # stops handlers of a lost lease first
         client.add_hooks(self._hooks)
         self._client = client
@@ -242,6 +250,13 @@ class Worker(HandlerRegistry, Lifecycle):
             self._serve_probes(settings.health_port, settings.health_host)
         return client
 
+    async def _close(self, client: AsyncWorqr) -> None:
+        try:
+            await super()._close(client)
+        finally:
+            if self._children is not None:  # every handler has ended by now
+                await self._children.close()
+
     def _serve_probes(self, port: int, host: str) -> None:
         try:
             self._probes = ProbeServer(self.health_checks(self.settings.livez_after), port, host)
@@ -255,8 +270,40 @@ class Worker(HandlerRegistry, Lifecycle):
         """The health checks of this worker's runs (`progress`)."""
         return WorkerChecks(lambda: self._watched, livez_after)
 
+    def _child_pool(self) -> ChildPool | None:
+        """The isolated handlers' children (every sync one's with
+        ``settings.isolated``), or None when no handler is isolated."""
+        settings = self.settings
+        if settings.isolated:
+            for queue, spec in self._specs.items():
+                if not spec.is_async and not spec.isolated:
+                    self._specs[queue] = isolate(spec)
+        targets = {
+            queue: target_of(spec.function, queue)
+            for queue, spec in self._specs.items()
+            if spec.isolated
+        }
+        if not targets:
+            return None
+        size = settings.concurrency + sum(
+            settings.queue_limits.get(queue, settings.concurrency)
+            for queue in self.persistent_queues
+            if queue in targets
+        )
+        return ChildPool(
+            targets,
+            PoolSettings(
+                size=size,
+                grace=settings.child_grace,
+                max_jobs=settings.max_jobs_per_child,
+                max_memory=settings.max_memory_per_child,
+            ),
+        )
+
     def _join_steps(self, client: AsyncWorqr) -> list[Callable[[], Awaitable[Any]]]:
         steps: list[Callable[[], Awaitable[Any]]] = [client.start_worker]
+        if self._children is not None:  # started ahead: no job waits for a child to boot
+            steps.insert(0, self._children.start)
         for queue, spec in self._specs.items():
             if spec.jobs:  # refused, naming the queue, when it holds tasks
                 steps.append(partial(client.internals.mark_job_queue, queue))

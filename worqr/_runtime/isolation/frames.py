@@ -1,0 +1,82 @@
+"""The wire format between a worker and its handler children.
+
+A frame is a JSON header and a body of raw bytes, each preceded by its length:
+``>II`` (header length, body length), the header, the body. Payloads, results
+and progress values travel in the body as they are; nothing is pickled, so a
+child can only tell the worker what these frames can say.
+
+Worker to child: ``boot`` (once: sys.path and the handlers to import), then
+``run`` frames, one job at a time. Child to worker: ``ready`` after its boot;
+while a job runs, ``progress`` and ``log`` frames; then one ``done`` or
+``raised`` frame, with the child's resident memory in bytes (``rss``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+from typing import Any, BinaryIO
+
+LENGTHS = struct.Struct(">II")
+MAX_HEADER_BYTES = 1 << 20  # a header is a few fields; more means a broken stream
+
+Frame = tuple[dict[str, Any], bytes]
+
+
+class BrokenStreamError(Exception):
+    """The other side wrote something that is not a frame."""
+
+
+def pack(header: dict[str, Any], body: bytes = b"") -> bytes:
+    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    return LENGTHS.pack(len(head), len(body)) + head + body
+
+
+def _unpack(lengths: bytes) -> tuple[int, int]:
+    head_size, body_size = LENGTHS.unpack(lengths)
+    if head_size > MAX_HEADER_BYTES:
+        raise BrokenStreamError(f"a frame header of {head_size} bytes")
+    return head_size, body_size
+
+
+def _header(raw: bytes) -> dict[str, Any]:
+    header = json.loads(raw)
+    if not isinstance(header, dict) or not isinstance(header.get("t"), str):
+        raise BrokenStreamError("a frame header without its type")
+    return header
+
+
+def read(stream: BinaryIO) -> Frame | None:
+    """The next frame from a blocking stream; None at its end."""
+    lengths = _read_exactly(stream, LENGTHS.size)
+    if lengths is None:
+        return None
+    head_size, body_size = _unpack(lengths)
+    head = _read_exactly(stream, head_size)
+    body = _read_exactly(stream, body_size)
+    if head is None or body is None:
+        return None
+    return _header(head), body
+
+
+def _read_exactly(stream: BinaryIO, size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = stream.read(left)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+async def read_async(reader: asyncio.StreamReader) -> Frame | None:
+    """The next frame from an asyncio stream; None at its end (the child died)."""
+    try:
+        head_size, body_size = _unpack(await reader.readexactly(LENGTHS.size))
+        head = await reader.readexactly(head_size)
+        body = await reader.readexactly(body_size)
+    except asyncio.IncompleteReadError:
+        return None
+    return _header(head), body
