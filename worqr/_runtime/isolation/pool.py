@@ -174,7 +174,8 @@ class ChildPool:
         self._idle: list[HandlerChild] = []
         self._waiters: deque[asyncio.Future[HandlerChild]] = deque()
         self._busy: set[HandlerChild] = set()
-        self._starting: set[asyncio.Task[None]] = set()
+        self._replacing: set[asyncio.Task[None]] = set()  # starting replacements
+        self._retiring: set[asyncio.Task[None]] = set()  # worn children closing
         self._closed = False
         self.replaced = 0  # children replaced so far (died, stopped or recycled)
 
@@ -231,14 +232,14 @@ class ChildPool:
         if child.broken or worn or child.process.returncode is not None:
             self.replaced += 1
             if worn:
+                self._background(self._retiring, child.close(settings.grace))
                 logger.info(
                     "child %d replaced after %d jobs (%d bytes resident)",
                     child.pid,
                     child.jobs,
                     child.rss,
                 )
-                self._background(child.close(settings.grace))
-            self._background(self._replace())
+            self._background(self._replacing, self._replace())
             return
         self._give(child)
 
@@ -264,17 +265,18 @@ class ChildPool:
                 self._give(child)
             return
 
-    def _background(self, work: Any) -> None:
+    @staticmethod
+    def _background(tasks: set[asyncio.Task[None]], work: Any) -> None:
         task = asyncio.ensure_future(work)
-        self._starting.add(task)
-        task.add_done_callback(self._starting.discard)
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
     async def close(self) -> None:
         """Stop every child (the worker's handlers have ended by now)."""
         self._closed = True
-        for task in list(self._starting):
-            task.cancel()
-        await asyncio.gather(*self._starting, return_exceptions=True)
+        for task in list(self._replacing):
+            task.cancel()  # a child it started meanwhile is stopped by its start
+        await asyncio.gather(*self._replacing, *self._retiring, return_exceptions=True)
         children, self._idle = [*self._idle, *self._busy], []
         await asyncio.gather(*(child.close(self.settings.grace) for child in children))
 
