@@ -28,7 +28,7 @@ from typing import Any
 from worqr.embedded import EmbeddedRedis, find_redis_server
 
 from . import report
-from .adapters import SYSTEMS, installed, load
+from .adapters import ON_REQUEST, SYSTEMS, installed, load
 from .harness import TICKS, cpu_seconds, descendants, machine_info, python
 from .record import HANDLERS
 
@@ -63,7 +63,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--quick", action="store_true", help="tiny N, one repetition")
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
+    parser.add_argument(
+        "--systems",
+        default=",".join(name for name in SYSTEMS if name not in ON_REQUEST),
+        help="comma-separated",
+    )
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated")
     parser.add_argument(
         "--render",

@@ -14,6 +14,8 @@ SYSTEMS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "worqr-async": ("worqr_bench", "WorqrAsyncAdapter", ("worqr",)),
     "worqr-jobs": ("worqr_bench", "WorqrJobsAdapter", ("worqr",)),
     "worqr-jobs-async": ("worqr_bench", "WorqrJobsAsyncAdapter", ("worqr",)),
+    "worqr-jobs-2": ("worqr_bench", "WorqrJobsTwoAdapter", ("worqr",)),
+    "worqr-isolated": ("worqr_bench", "WorqrIsolatedAdapter", ("worqr",)),
     "raw-list": ("rawlist_bench", "RawListAdapter", ("redis",)),
     "rq": ("rq_bench", "RQAdapter", ("rq",)),
     "rq-simple": ("rq_bench", "RQSimpleAdapter", ("rq",)),
@@ -21,9 +23,14 @@ SYSTEMS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "saq": ("saq_bench", "SaqAdapter", ("saq",)),
     "dramatiq": ("dramatiq_bench", "DramatiqAdapter", ("dramatiq",)),
     "celery": ("celery_bench", "CeleryAdapter", ("celery",)),
+    "celery-prefork-2": ("celery_bench", "CeleryPreforkTwoAdapter", ("celery",)),
     "celery-threads": ("celery_bench", "CeleryThreadsAdapter", ("celery",)),
     "huey": ("huey_bench", "HueyAdapter", ("huey",)),
 }
+
+ON_REQUEST = frozenset({"worqr-jobs-2", "worqr-isolated", "celery-prefork-2"})
+"""Systems a full run leaves out: the isolation benchmark's trio
+(``--systems worqr-jobs-2,worqr-isolated,celery-prefork-2``)."""
 
 
 def installed(name: str) -> bool:
@@ -37,4 +44,4 @@ def load(name: str) -> Adapter:
     return adapter
 
 
-__all__ = ["SYSTEMS", "Adapter", "installed", "load"]
+__all__ = ["ON_REQUEST", "SYSTEMS", "Adapter", "installed", "load"]

@@ -59,6 +59,14 @@ class CeleryAdapter(Adapter):
         )
 
 
+class CeleryPreforkTwoAdapter(CeleryAdapter):
+    """The prefork pool at concurrency 2: `worqr-isolated`'s peer."""
+
+    name = "celery-prefork-2"
+    extra = ("--concurrency", "2")
+    model = "celery worker --pool prefork --concurrency 2 (main + 2 children) per instance"
+
+
 class CeleryThreadsAdapter(CeleryAdapter):
     name = "celery-threads"
     pool = "threads"

@@ -104,6 +104,40 @@ class WorqrJobsAsyncAdapter(WorqrJobsAdapter):
     mode = "jobs-async"
 
 
+class WorqrJobsTwoAdapter(WorqrJobsAdapter):
+    """`worqr-jobs` at concurrency 2: what `worqr-isolated` is measured against."""
+
+    name = "worqr-jobs-2"
+    concurrency = 2
+
+    @property
+    def model(self) -> str:  # type: ignore[override]
+        return (
+            "worqr.Worker (concurrency 2), @worker.job handler (sync, in its thread pool) "
+            "returning None, 1 process per instance"
+        )
+
+    def worker_command(self, url: str) -> list[str]:
+        return self.module_command(
+            __name__, "--mode", self.mode, "--concurrency", str(self.concurrency)
+        )
+
+
+class WorqrIsolatedAdapter(WorqrJobsTwoAdapter):
+    """Isolated handlers: each instance a worker and its 2 handler children, as
+    Celery's prefork pool at concurrency 2 is a main process and 2 children."""
+
+    name = "worqr-isolated"
+    mode = "jobs-isolated"
+
+    @property
+    def model(self) -> str:  # type: ignore[override]
+        return (
+            "worqr.Worker (concurrency 2), @worker.job(isolated=True) handler (in 2 child "
+            "processes) returning None, 1 worker process per instance"
+        )
+
+
 def run_raw() -> None:
     """A worker on the bare client (the stand-in from before the runtime)."""
     client = worqr.Worqr(redis_url())
@@ -146,22 +180,29 @@ async def _run_async(payload: str) -> None:
         await asyncio.sleep(hold)
 
 
-def run_runtime(mode: str) -> None:
-    """A `worqr.Worker` with one handler: of jobs ("jobs", "jobs-async") or of
-    tasks ("sync", "async"); async when the mode says so."""
-    worker = worqr.Worker(redis_url())
-    register = worker.job if mode.startswith("jobs") else worker.handler
-    register(QUEUE)(_run_async if mode.endswith("async") else _run_sync)
+def run_runtime(mode: str, concurrency: int | None) -> None:
+    """A `worqr.Worker` with one handler: of jobs ("jobs", "jobs-async",
+    "jobs-isolated") or of tasks ("sync", "async"); async when the mode says so,
+    in child processes when it says isolated."""
+    worker = worqr.Worker(redis_url(), concurrency=concurrency)
+    if mode == "jobs-isolated":
+        worker.job(QUEUE, isolated=True)(_run_sync)
+    else:
+        register = worker.job if mode.startswith("jobs") else worker.handler
+        register(QUEUE)(_run_async if mode.endswith("async") else _run_sync)
     worker.run()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--mode", choices=("sync", "async", "raw", "jobs", "jobs-async"), default="sync"
+        "--mode",
+        choices=("sync", "async", "raw", "jobs", "jobs-async", "jobs-isolated"),
+        default="sync",
     )
-    mode = parser.parse_args().mode
-    if mode == "raw" or not runtime_available():
+    parser.add_argument("--concurrency", type=int)
+    args = parser.parse_args()
+    if args.mode == "raw" or not runtime_available():
         run_raw()
     else:
-        run_runtime(mode)
+        run_runtime(args.mode, args.concurrency)

@@ -180,6 +180,9 @@ FOREIGN_PRIVATE = {
     ("_cli/parser.py", "argparse._SubParsersAction"),
     # A NamedTuple's own public method: the underscore only keeps it from field names.
     ("_cli/health_report.py", "report._asdict"),
+    # A handler child whose worker died exits from its watcher thread, where
+    # `sys.exit` would end only that thread.
+    ("_runtime/isolation/child.py", "os._exit"),
 }
 
 

@@ -98,6 +98,9 @@ class Lifecycle(ABC):
     def _shutdown_executor(self) -> None:
         """At the end of a run: stop the handler threads and timers, drop the run's parts."""
 
+    async def _after_close(self) -> None:  # noqa: B027 - optional: most runs close nothing more
+        """What a run closes last, once its handlers ended and it deregistered."""
+
     def _more_to_wait_for(self) -> set[asyncio.Future[Any]]:
         """Handlers a drain waits for besides the tracked tasks (lanes')."""
         return set()
@@ -299,4 +302,7 @@ class Lifecycle(ABC):
             if leftovers:
                 await asyncio.wait(leftovers, timeout=CANCEL_WAIT)
             self._shutdown_executor()
-            self._loop = None
+            try:
+                await self._after_close()
+            finally:
+                self._loop = None

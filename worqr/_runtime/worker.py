@@ -250,12 +250,9 @@ class Worker(HandlerRegistry, Lifecycle):
             self._serve_probes(settings.health_port, settings.health_host)
         return client
 
-    async def _close(self, client: AsyncWorqr) -> None:
-        try:
-            await super()._close(client)
-        finally:
-            if self._children is not None:  # every handler has ended by now
-                await self._children.close()
+    async def _after_close(self) -> None:
+        if self._children is not None:  # every handler has ended by now
+            await self._children.close()
 
     def _serve_probes(self, port: int, host: str) -> None:
         try:

@@ -15,6 +15,7 @@ its handlers do during a graceful stop. A child whose worker died exits too
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import signal
@@ -41,6 +42,7 @@ class Child:
         self.write_lock = threading.Lock()  # progress may come from the handler's threads
         self.functions: dict[str, Any] = {}
         self.cancelled: CancelEvent | None = None
+        self.memory = Memory(watched=False)
 
     def send(self, header: dict[str, Any], body: bytes = b"") -> None:
         frame = frames.pack(header, body)
@@ -50,6 +52,7 @@ class Child:
 
     def boot(self, header: dict[str, Any]) -> None:
         sys.path[:] = header["path"]
+        self.memory = Memory(watched=bool(header.get("memory")))
         loaded: dict[str, dict[str, Any]] = {}
         targets: dict[str, Target] = header["targets"]
         for key, target in targets.items():
@@ -70,11 +73,11 @@ class Child:
                     "an isolated handler must be a plain function"
                 )
         except Exception as error:
-            self.send({"t": "raised", "rss": rss(), **raised(error)})
+            self.send({"t": "raised", "rss": self.memory.resident(), **raised(error)})
             return
         finally:
             self.cancelled = None
-        self.send({"t": "done", "rss": rss(), **returned(result)}, _body(result))
+        self.send({"t": "done", "rss": self.memory.resident(), **returned(result)}, _body(result))
 
     def _progress(self, value: bytes) -> None:
         self.send({"t": "progress"}, value)
@@ -125,13 +128,24 @@ def raised(error: Exception) -> dict[str, Any]:
     }
 
 
-def rss() -> int:
-    """This process's resident memory in bytes (Linux's /proc; 0 elsewhere)."""
-    try:
-        with open("/proc/self/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
+class Memory:
+    """This process's resident memory in bytes, read after each job only when the
+    worker limits it (``watched``): Linux's /proc, opened once; 0 elsewhere."""
+
+    def __init__(self, *, watched: bool) -> None:
+        self._page = os.sysconf("SC_PAGE_SIZE")
+        self._statm: int | None = None
+        if watched:
+            with contextlib.suppress(OSError):
+                self._statm = os.open("/proc/self/statm", os.O_RDONLY)
+
+    def resident(self) -> int:
+        if self._statm is None:
+            return 0
+        try:
+            return int(os.pread(self._statm, 100, 0).split()[1]) * self._page
+        except (OSError, ValueError, IndexError):
+            return 0
 
 
 def watch_parent(parent: int) -> None:
@@ -153,7 +167,7 @@ def main() -> None:
     if boot is None:
         return
     child.boot(boot[0])
-    child.send({"t": "ready", "rss": rss()})
+    child.send({"t": "ready", "rss": child.memory.resident()})
     while (frame := frames.read(frames_in)) is not None:
         child.run(*frame)
 

@@ -75,8 +75,7 @@ async def read_async(reader: asyncio.StreamReader) -> Frame | None:
     """The next frame from an asyncio stream; None at its end (the child died)."""
     try:
         head_size, body_size = _unpack(await reader.readexactly(LENGTHS.size))
-        head = await reader.readexactly(head_size)
-        body = await reader.readexactly(body_size)
+        rest = await reader.readexactly(head_size + body_size)  # one wait, not two
     except asyncio.IncompleteReadError:
         return None
-    return _header(head), body
+    return _header(rest[:head_size]), rest[head_size:]

@@ -25,7 +25,7 @@ import logging
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +70,9 @@ class HandlerChild:
         return self.process.pid
 
     @classmethod
-    async def start(cls, targets: dict[str, Target]) -> HandlerChild:
+    async def start(cls, targets: dict[str, Target], *, memory: bool = False) -> HandlerChild:
+        """A child that imported ``targets``; ``memory``: it reports its resident
+        memory after each job (for ``max_memory``)."""
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -81,20 +83,23 @@ class HandlerChild:
         )
         child = cls(process)
         try:
-            child._send({"t": "boot", "path": sys.path, "targets": targets})
-            await child._drain()
-            ready = await frames.read_async(child._stdout)
+            await child._boot(targets, memory)
         except BaseException:
             await child.stop(0.0)
             raise
+        return child
+
+    async def _boot(self, targets: dict[str, Target], memory: bool) -> None:
+        self._send({"t": "boot", "path": sys.path, "targets": targets, "memory": memory})
+        await self._drain()
+        ready = await frames.read_async(self._stdout)
         if ready is None:
-            death = death_of(await process.wait())
-            await child._log
+            death = death_of(await self.process.wait())
+            await self._log
             raise ChildBootError(
                 f"an isolated handler's child could not start: {death} (see the log)"
             )
-        child.rss = int(ready[0].get("rss", 0))
-        return child
+        self.rss = int(ready[0].get("rss", 0))
 
     @property
     def _stdout(self) -> asyncio.StreamReader:
@@ -186,7 +191,7 @@ class ChildPool:
 
     async def start(self) -> None:
         started = await asyncio.gather(
-            *(HandlerChild.start(self.targets) for _ in range(self.settings.size)),
+            *(self._start_one() for _ in range(self.settings.size)),
             return_exceptions=True,
         )
         children = [each for each in started if isinstance(each, HandlerChild)]
@@ -195,6 +200,9 @@ class ChildPool:
             await asyncio.gather(*(child.stop(0.0) for child in children))
             raise failed[0]
         self._idle.extend(children)
+
+    def _start_one(self) -> Awaitable[HandlerChild]:
+        return HandlerChild.start(self.targets, memory=self.settings.max_memory is not None)
 
     async def run(self, handler: str, process: Process, progress: Callable[[bytes], object]) -> Any:
         child = await self._acquire()
@@ -254,7 +262,9 @@ class ChildPool:
     async def _replace(self) -> None:
         while not self._closed:
             try:
-                child = await HandlerChild.start(self.targets)
+                child = await HandlerChild.start(
+                    self.targets, memory=self.settings.max_memory is not None
+                )
             except ChildBootError as error:
                 logger.error("%s; trying again in %g s", error, REPLACE_BACKOFF)
                 await asyncio.sleep(REPLACE_BACKOFF)

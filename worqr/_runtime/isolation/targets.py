@@ -4,9 +4,10 @@ A child is a fresh interpreter: it finds the handler by its module and
 qualified name, as the worker's own process could. A handler defined at the
 top of a module (decorated or not) qualifies; one defined inside a function,
 a lambda or a bound method does not, and registering it isolated is a
-`ValueError`. A handler in the script that was run (``__main__``) is found by
-the script's path, run under another name so that its ``if __name__ ==
-"__main__":`` block does not run again in the child.
+`ValueError`. A handler in the module that was run (``__main__``) is imported by
+its name when it was run with ``python -m``; in a script run by its path, the
+child runs the script under another name, so that its ``if __name__ ==
+"__main__":`` block does not run again there.
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ def target_of(function: Any, queue: str) -> Target:
             "top of a module (a child process imports it by module and name)"
         )
     if module == "__main__":
-        path = getattr(sys.modules.get("__main__"), "__file__", None)
+        main = sys.modules.get("__main__")
+        spec = getattr(main, "__spec__", None)
+        if spec is not None and spec.name:  # run as ``python -m package.module``
+            return {"module": spec.name, "name": name}
+        path = getattr(main, "__file__", None)
         if not path:
             raise ValueError(
                 f"the isolated handler of queue {queue!r} is defined in an interactive "
