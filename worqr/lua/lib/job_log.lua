@@ -18,10 +18,14 @@ local function log_keys(J)
   end
 end
 
--- drop_log(J, id): the job's log goes (one HDEL when it has none)
+-- drop_log(J, id): the job's log goes. A queue with no log costs one EXISTS per
+--   call (J.logless), not a command per job purged.
 local function drop_log(J, id)
   log_keys(J)
-  if redis.call('HDEL', J.logs, id) == 1 then
+  if J.logless == nil then
+    J.logless = redis.call('EXISTS', J.logs) == 0
+  end
+  if not J.logless and redis.call('HDEL', J.logs, id) == 1 then
     redis.call('UNLINK', J.logbase .. id)
   end
 end
