@@ -6,7 +6,7 @@ import json
 
 import worqr
 from tests.support.cli import assert_one_line_error, run_cli
-from worqr._core.job_logs import log_line
+from tests.support.job_logs import logged_job
 
 
 def test_job_log_prints_the_newest_lines(
@@ -16,17 +16,14 @@ def test_job_log_prints_the_newest_lines(
         result = run_cli(*args, "--url", redis_url, "--prefix", prefix)
         return result.returncode, result.stdout, result.stderr
 
-    ref = wq.submit("q", "p", id="logged")
-    worker.internals.mark_job_queue("q")
-    _, [process], _ = worker.internals.take_jobs("q", [], 1)
     lines = [f"line {i}" for i in range(150)]
-    assert worker.internals.append_job_log(process, [log_line(line) for line in lines])
-    code, out, err = cli("job", "q", ref.id, "--log")
+    id = logged_job(wq, worker, "q", lines)
+    code, out, err = cli("job", "q", id, "--log")
     assert (code, err) == (0, "")
     assert out.splitlines() == lines[-100:]  # the default: the newest 100
-    assert cli("job", "q", ref.id, "--log", "3")[1] == "line 147\nline 148\nline 149\n"
-    document = json.loads(cli("job", "q", ref.id, "--log", "2", "--json")[1])
-    assert document == {"queue": "q", "id": "logged", "log": ["line 148", "line 149"]}
+    assert cli("job", "q", id, "--log", "3")[1] == "line 147\nline 148\nline 149\n"
+    document = json.loads(cli("job", "q", id, "--log", "2", "--json")[1])
+    assert document == {"queue": "q", "id": id, "log": ["line 148", "line 149"]}
     wq.submit("q", "p", id="silent")
     assert cli("job", "q", "silent", "--log") == (0, "", "")
     code, out, err = cli("job", "q", "nope", "--log")

@@ -5,23 +5,15 @@ from __future__ import annotations
 
 import worqr
 from tests.http.conftest import TOKEN, Api, ApiRunner
-from worqr._core.job_logs import log_line
+from tests.support.job_logs import logged_job
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-
-
-def logged_job(wq: worqr.Worqr, worker: worqr.Worqr, *lines: str) -> str:
-    ref = wq.submit("q", "p")
-    worker.internals.mark_job_queue("q")
-    _, [process], _ = worker.internals.take_jobs("q", [], 1)
-    assert worker.internals.append_job_log(process, [log_line(line) for line in lines])
-    return ref.id
 
 
 def test_the_log_route_reads_the_newest_lines(
     api: ApiRunner, wq: worqr.Worqr, worker: worqr.Worqr
 ) -> None:
-    id = logged_job(wq, worker, *(f"line {i}" for i in range(150)))
+    id = logged_job(wq, worker, "q", [f"line {i}" for i in range(150)])
     silent = wq.submit("q", "p").id
 
     async def scenario(api: Api) -> None:
@@ -48,7 +40,7 @@ def test_the_log_route_reads_the_newest_lines(
 def test_the_log_route_needs_the_token(
     api: ApiRunner, wq: worqr.Worqr, worker: worqr.Worqr
 ) -> None:
-    id = logged_job(wq, worker, "secret line")
+    id = logged_job(wq, worker, "q", ["secret line"])
 
     async def scenario(api: Api) -> None:
         refused = await api.http.get(f"/v1/queues/q/jobs/{id}/log")

@@ -12,28 +12,20 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 import worqr
+from tests.support.job_logs import logged_job
 from tests.web.test_api import read, run_view
 from tests.web.test_browser import browser, wait_for  # noqa: F401  (browser: a fixture)
-from worqr._core.job_logs import log_line
 from worqr.web.reads import JOB_PAGE_LOG_LINES
 from worqr.web.serve import WebServer
 
 MARKUP = '<img src=x onerror="document.title=3">'
 
 
-def logged_job(wq: worqr.Worqr, worker: worqr.Worqr, lines: list[str]) -> str:
-    ref = wq.submit("q", "p")
-    worker.internals.mark_job_queue("q")
-    _, [process], _ = worker.internals.take_jobs("q", [], 1)
-    assert worker.internals.append_job_log(process, [log_line(line) for line in lines])
-    return ref.id
-
-
 def test_the_job_read_carries_its_newest_lines(
     redis_url: str, prefix: str, wq: worqr.Worqr, worker: worqr.Worqr
 ) -> None:
     lines = [f"line {i}" for i in range(JOB_PAGE_LOG_LINES + 20)]
-    id = logged_job(wq, worker, lines)
+    id = logged_job(wq, worker, "q", lines)
     silent = wq.submit("q", "p").id
 
     async def scenario(http: httpx.AsyncClient) -> dict[str, Any]:
@@ -57,7 +49,7 @@ def test_the_job_page_shows_the_log_as_text(
     wq: worqr.Worqr,
     worker: worqr.Worqr,
 ) -> None:
-    id = logged_job(wq, worker, ["starting", MARKUP, "two\nlines"])
+    id = logged_job(wq, worker, "q", ["starting", MARKUP, "two\nlines"])
     browser.get(served_open.url.rstrip("/") + f"/ui/job?queue=q&id={id}")
     log = browser.find_element(By.ID, "log")
     wait_for(browser, "the log", lambda: log.get_attribute("data-lines") == "3")
