@@ -159,6 +159,20 @@ def test_lines_of_a_worker_that_lost_the_job_are_dropped(
     assert producer.get_job_log("q", ref.id) == ["attempt 1 starts", "attempt 2 starts"]
 
 
+def test_retry_job_keeps_the_log_and_a_new_job_of_the_id_starts_one(make: Make) -> None:
+    producer, worker = make(), make(start=True)
+    ref = producer.submit("q", "work", id="redo")
+    [first] = take(worker)
+    assert append(worker, first, "run 1")
+    assert worker.internals.fail_job(first, mode="fail", delay=0, retries=0, error="Fail: no")[0]
+    assert producer.get_job_log("q", ref.id) == ["run 1"]  # a failed job's log stays
+    assert producer.retry_job("q", ref.id)
+    [second] = take(worker)
+    assert append(worker, second, "run 2")
+    assert not append(worker, first, "late")  # the failed life's process is gone
+    assert producer.get_job_log("q", ref.id) == ["run 1", "run 2"]
+
+
 def test_a_handler_whose_worker_lost_the_job_logs_without_error(
     running: Running, make: Make, redis_client: redis.Redis, redis_url: str, prefix: str
 ) -> None:
