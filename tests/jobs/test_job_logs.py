@@ -13,6 +13,7 @@ import pytest
 import redis
 
 import worqr
+from tests.support.apps import job_log_app
 from tests.support.waiting import wait_until
 from worqr._core.job_logs import MAX_LINE_BYTES, MAX_LOG_BYTES, MAX_LOG_LINES, log_line
 from worqr._jobs import JobProcess
@@ -83,6 +84,22 @@ def test_lines_keep_their_order_across_handlers_and_retries(
         assert wq.get_job_log(queue, ref.id) == wanted  # the default limit, 100
         info = wq.get_job(queue, ref.id)
         assert info is not None and not hasattr(info, "log")
+
+
+@pytest.mark.slow  # the worker starts its handler children ahead
+def test_an_isolated_handler_logs_as_one_in_process_does(
+    running: Running, wq: worqr.Worqr, redis_url: str, prefix: str
+) -> None:
+    """Its lines cross from the child in frames, in order, before its outcome."""
+    worker = fast_worker(redis_url, prefix, concurrency=2)
+    worker.job("isolated", isolated=True)(job_log_app.logs)
+    running.start(worker)
+    ref = wq.submit("isolated", "300")
+    assert wq.result("isolated", ref.id, timeout=20) == "done"
+    assert wq.get_job_log("isolated", ref.id, limit=1000) == [
+        *(f"attempt 1 line {i}" for i in range(300)),
+        "refused: a log line must be str, not bytes",
+    ]
 
 
 def test_a_handler_gets_a_type_error_and_long_lines_are_cut(
