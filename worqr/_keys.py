@@ -131,6 +131,15 @@ class QueueKeys:
         return f"{self.tag}:job:progress"
 
     @property
+    def job_logs(self) -> str:
+        """Hash: job id -> bytes in its log; the jobs with a log (``lua/lib/job_log.lua``)."""
+        return f"{self.tag}:job:logs"
+
+    def job_log(self, id: str) -> str:
+        """List: a job's log lines, oldest first, while `job_logs` holds its id."""
+        return f"{self.tag}:job:log:{id}"
+
+    @property
     def job_prio(self) -> str:
         """Zset: `id#life` of ready jobs with a priority, by -priority * 2**32 + order."""
         return f"{self.tag}:job:prio"

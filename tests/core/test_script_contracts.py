@@ -1,11 +1,12 @@
 """Every Lua script's header is its contract, and its builder keeps it.
 
 A builder in `worqr._core.scripts` (the core's), `worqr._core.job_scripts` (the
-job layer's), `worqr._core.flow_scripts` (flows') or `worqr._core.bulk_scripts`
-(the bulk operations') is called with a recognisable value for each parameter;
-the KEYS and ARGV of the `Call` it returns must be exactly the slots the
-script's header lists, in order. A slot named after a key role is that key
-(``owned`` is ``keys.owned(worker)``); a slot named like a parameter is that
+job layer's), `worqr._core.flow_scripts` (flows'), `worqr._core.bulk_scripts`
+(the bulk operations') or `worqr._core.job_logs_scripts` (job logs') is called
+with a recognisable value for each parameter; the KEYS and ARGV of the `Call`
+it returns must be exactly the slots the script's header lists, in order. A
+slot named after a key role is that key (``owned`` is ``keys.owned(worker)``,
+``job_log`` is ``keys.job_log(id)``); a slot named like a parameter is that
 parameter's value; ``wake_prefix`` and ``events`` come from the queue's keys. A
 block of keys many scripts take in the same order is one header line,
 ``-- KEYS[i..j] <block> ... (lib/<piece>)``, that stands for the block's keys as
@@ -27,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from worqr._core import bulk_scripts, flow_scripts, job_scripts, scripts
+from worqr._core import bulk_scripts, flow_scripts, job_logs_scripts, job_scripts, scripts
 from worqr._core.calls import Call
 from worqr._core.lua import (
     include_order,
@@ -82,7 +83,7 @@ def block_members(slot: Slot) -> list[str]:
     return [role for _, role in members]
 
 
-MODULES = (scripts, job_scripts, flow_scripts, bulk_scripts)
+MODULES = (scripts, job_scripts, flow_scripts, bulk_scripts, job_logs_scripts)
 
 
 def defined_builders() -> list[str]:
@@ -145,7 +146,7 @@ def expected_key(slot: Slot, arguments: dict[str, Any]) -> list[str]:
     if slot.variadic:  # one key per worker id of the builder's sequence parameter
         (workers,) = [v for v in arguments.values() if isinstance(v, list)]
         return [role(worker) for worker in workers]
-    return [role(arguments["worker"])]
+    return [role(arguments["worker"] if "worker" in arguments else arguments["id"])]
 
 
 def expected_arg(slot: Slot, arguments: dict[str, Any]) -> list[Any]:

@@ -27,6 +27,12 @@ PRINTS = {
     (README, 'ref = wq.submit("thumbnails", "cat.png")'): ["cat.thumb.png", "finished"],
     (ROOT / "docs" / "flows.md", "chain = wq.submit_chain("): ["q3: 5"],
     (ROOT / "docs" / "jobs.md", 'ref = wq.submit("thumbnails", "cat.png")'): ["cat.thumb.png"],
+    (ROOT / "docs" / "job-logs.md", 'for line in wq.get_job_log("imports", ref.id)'): [
+        "attempt 1: reading customers.csv",
+        "no rows yet: retrying",
+        "attempt 2: reading customers.csv",
+        "loaded 3 rows",
+    ],
 }
 
 

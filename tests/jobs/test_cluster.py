@@ -112,6 +112,8 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
         [process] = taken
         assert process.job_id == ref.id
         assert worker.internals.report_progress(process, b"half")
+        assert worker.internals.append_job_log(process, [b"a line"])  # job_log
+        assert producer.get_job_log(queue, ref.id) == ["a line"]  # job_log_read
         assert worker.internals.fail_job(process, mode="error", delay=0, retries=1, error="E") == (
             True,
             "r",
@@ -156,6 +158,7 @@ def test_every_job_script_runs_on_the_cluster(make: Callable[..., worqr.Worqr]) 
         exercise_bulk(producer, worker, queue)
         worker.fail_worker()  # job_requeue_owned
         producer.delete_queue(queue)
+        assert producer.get_job_log(queue, ref.id) is None  # its log swept with it
     # Flows, their hops across the masters: submit, relay, report, cancel.
     chain = producer.submit_chain([worqr.Step("flow-0", "x"), worqr.Step("flow-1")])
     worker.internals.mark_job_queue("flow-0")

@@ -8,6 +8,7 @@ import math
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from .._core.job_logs import MAX_LOG_LINES
 from .._dedup import MODE_CODES
 from .._jobs import LISTED_STATES, validate_job_id, validate_like_id
 from .base import (
@@ -33,6 +34,13 @@ DEDUP_MODES = tuple(MODE_CODES)
 
 job_id = checked_by(validate_job_id)
 dedup_key = checked_by(lambda value: validate_like_id("dedup key", value))
+
+
+def log_limit(value: str) -> int:
+    number = positive_int(value)
+    if number > MAX_LOG_LINES:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_LOG_LINES:,}, got {number}")
+    return number
 
 
 def priority(value: str) -> int:
@@ -195,6 +203,15 @@ def add_job_commands(commands: Subcommands) -> None:
     )
     action.add_argument(
         "--retry", action="store_true", help="give a failed or cancelled job a new life"
+    )
+    action.add_argument(
+        "--log",
+        type=log_limit,
+        nargs="?",
+        const=100,
+        metavar="N",
+        help="show the newest N lines (default 100, at most 1,000) of the job's log, "
+        "oldest first, one per line (with --json: {queue, id, log: [lines]})",
     )
     add_connection_options(parser)
     parser.epilog = (

@@ -153,6 +153,8 @@ def job(args: argparse.Namespace) -> int:
         found = client.get_job(args.queue, args.id)
         if found is None:
             raise _not_found(client, args.queue, args.id)
+        if args.log is not None:
+            return _show_log(client, args)
         if args.cancel or args.retry:
             said = _act(client, args, found)
             if not args.json:
@@ -163,6 +165,18 @@ def job(args: argparse.Namespace) -> int:
             print(json.dumps(job_json(found), indent=2))
         else:
             print(job_text(found))
+    return EXIT_OK
+
+
+def _show_log(client: Worqr, args: argparse.Namespace) -> int:
+    lines = client.get_job_log(args.queue, args.id, limit=args.log)
+    if lines is None:  # purged since it was read
+        raise _not_found(client, args.queue, args.id)
+    if args.json:
+        print(json.dumps({"queue": args.queue, "id": args.id, "log": lines}, indent=2))
+    else:
+        for line in lines:
+            print(line)
     return EXIT_OK
 
 

@@ -118,6 +118,12 @@ class AsyncJobApi(Shell):
         purged). On a queue that holds tasks: `WrongQueueKindError`."""
         return await self._drive(self._core.job_reads.get_job(queue, id))
 
+    async def get_job_log(self, queue: str, id: str, *, limit: int = 100) -> list[str] | None:
+        """The newest ``limit`` lines (1 to 1,000) the job's handlers wrote with
+        ``current_job().log(line)``, oldest first; None when there is no such job
+        (or it was purged), as `get_job`."""
+        return await self._drive(self._core.job_logs.get_job_log(queue, id, limit))
+
     async def result(self, queue: str, id: str, timeout: float | None = None) -> str | bytes | None:
         """The result of the job once it finished, waiting for it without polling
         Redis: up to ``timeout`` seconds (None: without limit; 0: read once), then
@@ -364,6 +370,9 @@ class AsyncInternals:
 
     async def report_progress(self, process: JobProcess, value: bytes) -> bool:
         return await self._drive(self.core.job_work.report_progress(process, value))
+
+    async def append_job_log(self, process: JobProcess, lines: Sequence[bytes]) -> bool:
+        return await self._drive(self.core.job_logs.append(process, lines))
 
     async def promote_due(self, queue: str) -> int:
         """Make the due delayed and retrying jobs ready now; how many."""

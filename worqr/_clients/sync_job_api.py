@@ -120,6 +120,12 @@ class SyncJobApi(Shell):
         purged). On a queue that holds tasks: `WrongQueueKindError`."""
         return self._drive(self._core.job_reads.get_job(queue, id))
 
+    def get_job_log(self, queue: str, id: str, *, limit: int = 100) -> list[str] | None:
+        """The newest ``limit`` lines (1 to 1,000) the job's handlers wrote with
+        ``current_job().log(line)``, oldest first; None when there is no such job
+        (or it was purged), as `get_job`."""
+        return self._drive(self._core.job_logs.get_job_log(queue, id, limit))
+
     def result(self, queue: str, id: str, timeout: float | None = None) -> str | bytes | None:
         """The result of the job once it finished, waiting for it without polling
         Redis: up to ``timeout`` seconds (None: without limit; 0: read once), then
@@ -366,6 +372,9 @@ class SyncInternals:
 
     def report_progress(self, process: JobProcess, value: bytes) -> bool:
         return self._drive(self.core.job_work.report_progress(process, value))
+
+    def append_job_log(self, process: JobProcess, lines: Sequence[bytes]) -> bool:
+        return self._drive(self.core.job_logs.append(process, lines))
 
     def promote_due(self, queue: str) -> int:
         """Make the due delayed and retrying jobs ready now; how many."""

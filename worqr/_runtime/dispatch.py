@@ -106,7 +106,8 @@ class Dispatcher(Hooks):
         running = Running(process, spec, ProcessContext(process))
         if isinstance(process, JobProcess):
             report = partial(self.jobs.report, loop, process)
-            running.job = JobContext(process, running.context.cancelled, report)
+            write = partial(self.jobs.logs.write, loop, process)
+            running.job = JobContext(process, running.context.cancelled, report, write)
             self.hooks.on_job_started(process.queue, process.waited)
             timeout = self.jobs.timeout(process, spec)
             if timeout is not None:

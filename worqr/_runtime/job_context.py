@@ -7,6 +7,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from .._core.job_logs import log_line
 from .._errors import WorqrError
 from .._flows import ChildOutcome
 from .._jobs import JobProcess
@@ -31,6 +32,7 @@ class JobContext:
     process: JobProcess = field(repr=False)
     cancelled: threading.Event
     report: Callable[[bytes], object] = field(repr=False)
+    write_log: Callable[[bytes], object] = field(repr=False)
 
     @property
     def id(self) -> str:
@@ -73,6 +75,14 @@ class JobContext:
         if len(data) > MAX_PROGRESS_BYTES:
             raise ValueError(f"progress is {len(data)} bytes; the limit is {MAX_PROGRESS_BYTES}")
         self.report(data)
+
+    def log(self, line: str) -> None:
+        """Append ``line`` to the job's log, which `get_job_log` reads: kept with
+        the job's record and gone with it, the newest 1,000 lines and 64 KB at
+        most; a line over 16 KB is cut, with a marker saying how much. Sent in
+        the background, in order, before the job's outcome; a worker that lost
+        the job has its lines dropped. Thread-safe; `TypeError` for a non-str."""
+        self.write_log(log_line(line))
 
 
 _current: ContextVar[JobContext] = ContextVar("worqr_job")

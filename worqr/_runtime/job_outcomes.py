@@ -27,6 +27,7 @@ from .._jobs import Backoff, JobProcess, JobSettings, backoff_delay, error_text
 from .acks import Acknowledger
 from .context import RateLimited
 from .job_context import Fail
+from .job_log_sender import JobLogSender
 from .running import HandlerSpec, Outcome, Running
 
 logger = logging.getLogger("worqr.worker")
@@ -51,6 +52,7 @@ class JobOutcomes:
         self._track = track
         self._progress: dict[str, bytes] = {}  # pid -> the last value not yet sent
         self._sending: dict[str, asyncio.Task[None]] = {}  # pid -> its progress writer
+        self.logs = JobLogSender(client, track)
 
     # -- policy --------------------------------------------------------------------
 
@@ -120,13 +122,15 @@ class JobOutcomes:
             self._sending.pop(process.id, None)
 
     async def progress_sent(self, process: JobProcess) -> None:
-        """Wait until the last progress value is written (before the outcome)."""
+        """Wait until the last progress value and log lines are written (before
+        the outcome)."""
         task = self._sending.get(process.id)
         if task is not None:
             await asyncio.wait({task})
+        await self.logs.sent(process)
 
     def has_progress(self, process: JobProcess) -> bool:
-        return process.id in self._sending
+        return process.id in self._sending or self.logs.sending(process)
 
     # -- outcomes ------------------------------------------------------------------
 

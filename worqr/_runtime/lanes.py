@@ -177,7 +177,8 @@ class Lanes:
         context.run(set_current, running.context)
         if job is not None:
             report = partial(self._report, running, job)
-            running.job = JobContext(job, running.context.cancelled, report)
+            write = partial(self._write_log, running, job)
+            running.job = JobContext(job, running.context.cancelled, report, write)
             context.run(set_current_job, running.job)
             self._hooks.on_job_started(queue, job.waited)
         with self._lock:
@@ -198,6 +199,10 @@ class Lanes:
     def _report(self, running: Running, job: JobProcess, value: bytes) -> None:
         running.progressed = True  # its end goes through the loop, after this report
         self._dispatch.jobs.report(self._loop, job, value)
+
+    def _write_log(self, running: Running, job: JobProcess, line: bytes) -> None:
+        running.progressed = True  # its end goes through the loop, after these lines
+        self._dispatch.jobs.logs.write(self._loop, job, line)
 
     def _ended(self, running: Running, lane: _Lane) -> list[Process]:
         """A plain finish rides on the lane's next take; anything else is settled

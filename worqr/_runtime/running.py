@@ -190,7 +190,8 @@ def launch(
     if running.spec.isolated:
         assert children is not None
         report = running.job.report if running.job is not None else _no_progress
-        call = children.run(running.spec.queue, running.process, report)
+        log = running.job.write_log if running.job is not None else _no_progress
+        call = children.run(running.spec.queue, running.process, report, log)
         return loop.create_task(call, context=context, name=running.spec.task_name)
     if running.spec.is_async:
         # Named for the lease thread's report of a blocked loop (no payload in it).
@@ -201,7 +202,7 @@ def launch(
 
 
 def _no_progress(value: bytes) -> None:
-    """A task's handler has no progress to report (only a job's has)."""
+    """A task's handler has no progress to report nor log to write (only a job's has)."""
 
 
 _PLAIN = frozenset({str, bytes, int, float, bool, dict, list, tuple})

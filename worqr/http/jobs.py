@@ -12,9 +12,9 @@ from .._errors import JobCancelledError, JobFailedError, WrongQueueKindError
 from .._jobs import TERMINAL
 from .config import client_of, config_of
 from .errors import ApiError, bad_request, job_not_found
-from .models import ListJobsQuery, SubmitBody, WaitQuery
+from .models import ListJobsQuery, LogQuery, SubmitBody, WaitQuery
 from .operations import Answer, Operation, reply
-from .replies import JobPage, JobReply, ResultReply, StateReply, SubmitReply
+from .replies import JobLogReply, JobPage, JobReply, ResultReply, StateReply, SubmitReply
 from .sse import job_events
 from .views import existing_job, job_reply, value_fields
 
@@ -59,6 +59,14 @@ async def result(request: Request, queue: str, id: str, query: WaitQuery) -> Res
     except JobCancelledError:
         return reply(ResultReply(id=id, state="cancelled", error=None))
     return reply(ResultReply(id=id, state="finished", **value_fields("result", value)))
+
+
+async def get_log(request: Request, queue: str, id: str, query: LogQuery) -> Response:
+    """The newest ``?limit=`` lines of the job's log; 404 for an unknown job."""
+    lines = await client_of(request).get_job_log(queue, id, limit=query.limit)
+    if lines is None:
+        raise job_not_found(queue, id)
+    return reply(JobLogReply(id=id, lines=lines))
 
 
 async def cancel(request: Request, queue: str, id: str) -> Response:
@@ -157,6 +165,16 @@ OPERATIONS = [
         retry,
         {200: Answer(StateReply, "queued again")},
         errors=(404, *_WRONG_KIND),
+    ),
+    Operation(
+        "GET",
+        f"{JOB}/log",
+        "getJobLog",
+        "the newest lines of a job's log",
+        get_log,
+        {200: Answer(JobLogReply, "its lines, oldest first (none: it logged nothing)")},
+        errors=(404, *_WRONG_KIND),
+        query=LogQuery,
     ),
     Operation(
         "GET",

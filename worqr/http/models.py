@@ -30,6 +30,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from .._checks import MAX_COUNT, MAX_EPOCH_SECONDS, MAX_SECONDS
+from .._core.job_logs import MAX_LOG_LINES
 from .._core.jobs_read import MAX_PAGE
 from .._core.jobs_submit import MAX_PRIORITY
 from .._core.limits import MAX_RATE_SECONDS, MIN_RATE_SECONDS, UNSET
@@ -374,6 +375,16 @@ class PageQuery(BaseModel):
 
     limit: Limit = 100
     cursor: Cursor | SkipJsonSchema[None] = None
+
+
+class LogQuery(BaseModel):
+    model_config = STRICT
+
+    limit: Annotated[
+        int,
+        Field(ge=1, le=MAX_LOG_LINES, description="the newest lines, at most this many"),
+        WHOLE,
+    ] = 100
 
 
 class WaitQuery(BaseModel):

@@ -40,7 +40,7 @@ ERROR_CODES = {
 }
 
 # What a submitted job's answers link to: the operations on the job it made.
-LINKED = ("getJob", "getJobResult", "getJobEvents", "cancelJob", "retryJob")
+LINKED = ("getJob", "getJobResult", "getJobEvents", "getJobLog", "cancelJob", "retryJob")
 
 PATH_PARAMETERS = {
     "queue": (QUEUE_NAME, "queue name, percent-encoded ('/' as %2F)"),

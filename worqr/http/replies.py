@@ -65,6 +65,13 @@ class StateReply(Reply):
     state: str
 
 
+class JobLogReply(Reply):
+    """The newest lines of the job's log (``current_job().log``), oldest first."""
+
+    id: str
+    lines: list[str]
+
+
 class ResultReply(Reply):
     """The job ended (``result`` or ``result_b64`` when finished, else its
     ``error``), or it has not yet (202: its ``state`` alone)."""

@@ -29,6 +29,7 @@
 --   in `grp:graves`, where sweep_graves unlinks its groups' ready keys a chunk per
 --   call (the caller runs it until none is left); a queue made again has another
 --   epoch, so it never sees them. The ring and the timed set are unlinked.
+--   The job logs (lib/job_log) go the same way: `job:logs` renamed to a grave.
 -- ARGV[1] events            broadcast channel of the queue
 -- ARGV[2] notify            the queue's channel for waiters
 -- ARGV[3] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
@@ -41,6 +42,7 @@
 --!include publish
 --!include job_keys
 --!include group
+--!include job_log
 local J = job_keys()
 local processes = KEYS[16]
 local members = KEYS[17]
@@ -82,6 +84,7 @@ if grouped(J) and redis.call('EXISTS', J.grp) == 1 then
   deleted = 1
 end
 deleted = deleted + redis.call('UNLINK', J.grp, J.ring, J.gtimed)
+deleted = deleted + bury_logs(J)
 deleted = deleted + redis.call('UNLINK', J.tasks, J.prio, J.seq, J.jobs, J.data, J.result,
   J.progress, J.delayed, J.retrying, J.finished, J.failed, J.cancelled, J.unique, J.counts,
   J.timer)

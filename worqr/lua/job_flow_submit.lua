@@ -8,7 +8,8 @@
 -- KEYS[16..20] create_keys the queue's keys for creating jobs (lib/create)
 -- KEYS[21] job_applied   zset    's:<id>' of flow jobs created or blocked -> forget ms
 -- KEYS[22..27] flow_keys the queue's flow keys (lib/flow)
--- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
+-- Keys named by data: the queue's group keys (lib/group) and job logs (lib/job_log),
+--   all in its slot ({P:Q}).
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[3] policy            JSON: retention and budgets in ms (JobSettings.policy)

@@ -2,6 +2,7 @@
 --   (their records, payloads and errors), whatever their purge time.
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] stats         hash    lifetime counters of the queue, by event
+-- Keys named by data: the queue's job logs (lib/job_log), in its slot ({P:Q}).
 -- ARGV[1] count             failed jobs dropped at most by this call
 -- Reply: {dropped, remaining}
 -- Errors: none.

@@ -7,6 +7,7 @@
 -- Cost: O(count log N): one bounded call per chunk.
 -- KEYS[1..15] job_keys   the queue's job keys (lib/job_keys)
 -- KEYS[16] stats         hash    lifetime counters of the queue, by event
+-- Keys named by data: the queue's job logs (lib/job_log), in its slot ({P:Q}).
 -- ARGV[1] state             'f' finished, 'x' failed or 'c' cancelled
 -- ARGV[2] count             records looked at, at most, by this call
 -- ARGV[3] want              records forgotten, at most, by this call (<= count)

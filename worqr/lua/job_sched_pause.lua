@@ -3,7 +3,8 @@
 --   due), and an upsert of it (job_sched_set, which every worker makes at start)
 --   keeps the pause.
 -- KEYS[1..3] sched_keys the queue's schedule keys (lib/schedule)
--- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
+-- Keys named by data: the queue's group keys (lib/group) and job logs (lib/job_log),
+--   all in its slot ({P:Q}).
 -- ARGV[1] name              the schedule's name
 -- Reply: 1 when the schedule exists (paused now, or already), 0 when it does not.
 -- Errors: none.

@@ -8,7 +8,8 @@
 -- KEYS[16] members       set     workers of this queue
 -- KEYS[17] idle          set     members waiting for work
 -- KEYS[18..20] sched_keys the queue's schedule keys (lib/schedule)
--- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
+-- Keys named by data: the queue's group keys (lib/group) and job logs (lib/job_log),
+--   all in its slot ({P:Q}).
 -- ARGV[1] wake_prefix       per-worker wake channel = wake_prefix .. worker id
 -- ARGV[2] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[3] policy            JSON: retention and budgets in ms (JobSettings.policy)

@@ -12,7 +12,8 @@
 -- KEYS[22] stats         hash    lifetime counters of the queue, by event
 -- KEYS[23..25] sched_keys the queue's schedule keys (lib/schedule)
 -- KEYS[26..31] flow_keys the queue's flow keys (lib/flow)
--- Keys named by data: the queue's group keys (lib/group), all in its slot ({P:Q}).
+-- Keys named by data: the queue's group keys (lib/group) and job logs (lib/job_log),
+--   all in its slot ({P:Q}).
 -- ARGV[1] worker            the worker's id
 -- ARGV[2] pid_prefix        client-chosen, unique per call; new process i is pid_prefix .. i
 -- ARGV[3] count             how many jobs to take at most (>= 0; 0 only finishes)

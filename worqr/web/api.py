@@ -40,6 +40,7 @@ from ..http.replies import PausedReply, PurgedReply, RedrivenReply
 from ..http.rules import CURSOR_PATTERN
 from ..http.views import queue_kind
 from . import reads
+from .reads import JOB_PAGE_LOG_LINES
 from .recoveries import RecoveryLog
 
 Guard = Callable[[Request], None]
@@ -180,8 +181,9 @@ async def _job(request: Request) -> Response:
     found = await client.get_job(name, job_id)
     if found is None:
         raise job_not_found(name, job_id)
+    log = await client.get_job_log(name, job_id, limit=JOB_PAGE_LOG_LINES)
     now = await client.server_time()
-    return reply(reads.job_view(found, now, show_payloads=show_payloads(request)))
+    return reply(reads.job_view(found, now, show_payloads=show_payloads(request), log=log))
 
 
 async def _failed(request: Request) -> Response:

@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from .._jobs import LISTED_STATES
+from .reads import JOB_PAGE_LOG_LINES
 
 HEADERS = {
     "Content-Security-Policy": (
@@ -175,7 +176,10 @@ async def job_page(request: Request) -> Response:
 <button id="cancel" type="button" class="act danger" hidden>cancel</button>
 <span id="action-result" class="muted"></span></p></section>
 <section><h2>History</h2>
-{_table("history", ("step", "at (UTC)", "when"), "loading...")}</section>"""
+{_table("history", ("step", "at (UTC)", "when"), "loading...")}</section>
+<section><h2>Log <span class="muted">(the newest {JOB_PAGE_LOG_LINES} lines its handlers
+wrote with current_job().log, oldest first)</span></h2>
+<pre id="log" class="log">loading...</pre></section>"""
     return _frame("job", job_id, crumbs, body, {"queue": queue, "job": job_id})
 
 

@@ -88,9 +88,12 @@ class Step(Reply):
     at: float
 
 
+JOB_PAGE_LOG_LINES = 100  # the newest lines of its log a job's page shows
+
+
 class JobView(Reply):
     """A job's record (without its values), its history, the sizes of its
-    payload and result, and their previews with ``show_payloads`` only."""
+    payload and result, their previews with ``show_payloads`` only, and its log."""
 
     job: JobReply
     history: list[Step]
@@ -98,6 +101,7 @@ class JobView(Reply):
     result_bytes: int | None
     payload_preview: str | None = None
     result_preview: str | None = None
+    log: list[str] = Field(default_factory=list)  # its newest lines (`get_job_log`)
     now: Now
 
 
@@ -208,14 +212,18 @@ def history(job: JobInfo) -> list[Step]:
     return steps
 
 
-def job_view(job: JobInfo, now: float, *, show_payloads: bool) -> JobView:
-    """Everything about a job: its record, history, and the sizes of its
-    payload and result (previews of them with ``show_payloads``)."""
+def job_view(
+    job: JobInfo, now: float, *, show_payloads: bool, log: list[str] | None = None
+) -> JobView:
+    """Everything about a job: its record, history, the sizes of its payload
+    and result (previews of them with ``show_payloads``), and its log's newest
+    lines (its handlers wrote them to be read: shown as errors are)."""
     view = JobView(
         job=record(job),
         history=history(job),
         payload_bytes=size(job.payload),
         result_bytes=size(job.result),
+        log=log or [],
         now=now,
     )
     if show_payloads:

@@ -63,7 +63,7 @@ class Child:
         cancelled = self.cancelled = CancelEvent()
         set_current(ProcessContext(process, cancelled))
         if isinstance(process, JobProcess):
-            set_current_job(JobContext(process, cancelled, self._progress))
+            set_current_job(JobContext(process, cancelled, self._progress, self._log))
         try:
             result = self.functions[header["handler"]](process.task)
             if inspect.isawaitable(result):
@@ -81,6 +81,9 @@ class Child:
 
     def _progress(self, value: bytes) -> None:
         self.send({"t": "progress"}, value)
+
+    def _log(self, line: bytes) -> None:
+        self.send({"t": "job_log"}, line)  # a line of the job's log (current_job().log)
 
     def on_term(self, signum: int, frame: object) -> None:
         if self.cancelled is not None:

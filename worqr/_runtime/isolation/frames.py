@@ -7,8 +7,9 @@ child can only tell the worker what these frames can say.
 
 Worker to child: ``boot`` (once: sys.path and the handlers to import), then
 ``run`` frames, one job at a time. Child to worker: ``ready`` after its boot;
-while a job runs, ``progress`` and ``log`` frames; then one ``done`` or
-``raised`` frame, with the child's resident memory in bytes (``rss``).
+while a job runs, ``progress`` and ``job_log`` frames (a line of the job's
+log); then one ``done`` or ``raised`` frame, with the child's resident memory
+in bytes (``rss``).
 """
 
 from __future__ import annotations

@@ -114,9 +114,16 @@ class HandlerChild:
         assert self.process.stdin is not None
         await self.process.stdin.drain()
 
-    async def run(self, handler: str, process: Process, progress: Callable[[bytes], object]) -> Any:
+    async def run(
+        self,
+        handler: str,
+        process: Process,
+        progress: Callable[[bytes], object],
+        log: Callable[[bytes], object],
+    ) -> Any:
         """Run ``process`` with ``handler`` (a queue's name); the handler's return
-        value, or what it raised."""
+        value, or what it raised. Its progress values and job log lines go to
+        ``progress`` and ``log`` as they come."""
         try:
             self._send(
                 {"t": "run", "handler": handler, "process": process_header(process)}, process.data
@@ -133,6 +140,9 @@ class HandlerChild:
             kind = header["t"]
             if kind == "progress":
                 progress(body)
+                continue
+            if kind == "job_log":
+                log(body)
                 continue
             self.jobs += 1
             self.rss = int(header.get("rss", 0))
@@ -204,10 +214,16 @@ class ChildPool:
     def _start_one(self) -> Awaitable[HandlerChild]:
         return HandlerChild.start(self.targets, memory=self.settings.max_memory is not None)
 
-    async def run(self, handler: str, process: Process, progress: Callable[[bytes], object]) -> Any:
+    async def run(
+        self,
+        handler: str,
+        process: Process,
+        progress: Callable[[bytes], object],
+        log: Callable[[bytes], object],
+    ) -> Any:
         child = await self._acquire()
         try:
-            return await child.run(handler, process, progress)
+            return await child.run(handler, process, progress, log)
         except asyncio.CancelledError:
             await _uncancellable(child.stop(self.settings.grace))
             raise

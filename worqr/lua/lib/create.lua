@@ -10,6 +10,7 @@
 --!include jobs
 --!include counters
 --!include group
+--!include job_log
 
 -- create_keys(J, first): KEYS[first..first+4] in J
 local function create_keys(J, first)
@@ -22,12 +23,13 @@ end
 
 -- new_life(J, id, old) -> life, entry: a new life of job `id`, the queue's next
 --   number; the old one (a terminal record, or nil) ends: out of its index, its
---   result and progress gone, no longer counted
+--   result, progress and log gone, no longer counted
 local function new_life(J, id, old)
   if old then
     redis.call('ZREM', J[state_name(old.s)], id)
     redis.call('HDEL', J.result, id)
     redis.call('HDEL', J.progress, id)
+    drop_log(J, id)
     tally(J, old.s, -1)
   end
   local life = redis.call('INCR', J.seq)

@@ -2,6 +2,7 @@
 -- many a queue keeps. J as in lib/job_keys, with J.stats.
 --!include jobs
 --!include counters
+--!include job_log
 
 local TERMINAL = {'f', 'x', 'c'}
 
@@ -11,6 +12,7 @@ local function drop_job(J, id, state)
   redis.call('HDEL', J.data, id)
   redis.call('HDEL', J.result, id)
   redis.call('HDEL', J.progress, id)
+  drop_log(J, id)
   redis.call('ZREM', J[state_name(state)], id)
   tally(J, state, -1)
 end

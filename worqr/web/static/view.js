@@ -561,7 +561,7 @@
     });
   }
 
-  // -- one job: its record and history ------------------------------------
+  // -- one job: its record, history and log ------------------------------
 
   function jobPage() {
     const queue = body.dataset.queue;
@@ -601,6 +601,10 @@
       if ("result_preview" in data) rows.push(["result", data.result_preview === null ? "–" : data.result_preview]);
       fill("detail", rows.map(([name, value]) => [el("th", { text: name }), value]), "");
       fill("history", data.history.map((h) => [h.step, iso(h.at), ago(h.at, data.now)]), "–");
+      // The log's lines, as text (user data, never markup), one per line.
+      const log = document.getElementById("log");
+      log.textContent = data.log.length ? data.log.join("\n") : "–";
+      log.dataset.lines = String(data.log.length);
       document.getElementById("retry").hidden = !(job.state === "failed" || job.state === "cancelled");
       document.getElementById("cancel").hidden = !LIVE.includes(job.state);
     });
