@@ -83,13 +83,14 @@ class HandlerChild:
         )
         child = cls(process)
         try:
-            await child._boot(targets, memory)
+            await child.boot(targets, memory)
         except BaseException:
             await child.stop(0.0)
             raise
         return child
 
-    async def _boot(self, targets: dict[str, Target], memory: bool) -> None:
+    async def boot(self, targets: dict[str, Target], memory: bool) -> None:
+        """Send the child its handlers to import; returns once it is ready."""
         self._send({"t": "boot", "path": sys.path, "targets": targets, "memory": memory})
         await self._drain()
         ready = await frames.read_async(self._stdout)
