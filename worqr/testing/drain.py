@@ -137,16 +137,16 @@ async def _until_dry(
         _check_running(run)
         await _tick(deadline)
     wait = math.inf if skip_delays else 0.0
-    burst = Burst(client, served, wait, idle=lambda: worker.in_flight == 0, done=lambda: None)
+    # Only the counts say when: handlers of other queues may run on (persistent ones).
+    burst = Burst(client, served, wait, idle=lambda: True, done=lambda: None)
     job_queues = [queue for queue, jobs in served.items() if jobs]
     while True:
         _check_running(run)
         if skip_delays:
             await _make_due(client, job_queues)
-        if worker.in_flight == 0:
-            left = await burst.left()
-            if left is not None:
-                return left
+        left = await burst.left()
+        if left is not None:
+            return left
         await _tick(deadline)
 
 
