@@ -199,6 +199,7 @@ def test_worker_burst_exits_0_once_the_queues_ran_dry(
     assert wq.get_workers() == []
 
 
+@pytest.mark.slow
 def test_every_process_bursts_and_the_supervisor_exits_0(
     redis_url: str, prefix: str, wq: worqr.Worqr
 ) -> None:
