@@ -52,7 +52,7 @@ def test_a_burst_serves_what_is_due_within_the_wait_and_leaves_the_rest(
         [f"j{i}" for i in range(10)] + [f"t{i}" for i in range(5)] + ["soon"]
     )
     assert took < 3, took  # it did not wait out the wait once the queues were dry
-    assert worker.burst is not None and worker.burst.left_for_later == 1
+    assert worker.burst_left == 1
     assert "1 job left for later" in caplog.text
     assert wq.get_workers() == []  # deregistered
     counts = wq.count_jobs("jobs")
@@ -77,7 +77,7 @@ def test_a_burst_waits_for_a_retry_due_within_the_wait(
     worker.run(burst=True, burst_wait=2)
     assert runs == [1, 2, 3]
     assert wq.result("flaky", ref.id) == "ok"
-    assert worker.burst is not None and worker.burst.left_for_later == 0
+    assert worker.burst_left == 0
 
 
 def test_a_burst_leaves_a_retry_due_after_the_wait(
@@ -93,7 +93,7 @@ def test_a_burst_leaves_a_retry_due_after_the_wait(
     began = time.monotonic()
     worker.run(burst=True, burst_wait=0.5)
     assert time.monotonic() - began < 5
-    assert worker.burst is not None and worker.burst.left_for_later == 1
+    assert worker.burst_left == 1
     assert wq.count_jobs("slow-retry")["retrying"] == 1
 
 
@@ -105,7 +105,7 @@ def test_a_paused_queue_s_jobs_are_left_for_later(
     wq.submit_many("paused", ["a", "b"])
     wq.pause("paused")
     worker.run(burst=True, burst_wait=0)
-    assert worker.burst is not None and worker.burst.left_for_later == 2
+    assert worker.burst_left == 2
     assert wq.count_jobs("paused")["queued"] == 2
 
 

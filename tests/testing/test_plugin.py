@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs.blocks import python_blocks
 from tests.support import ROOT
 from tests.support.cli import cli_env
 
@@ -42,6 +43,12 @@ def test_the_entry_point_names_the_plugin() -> None:
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["entry-points"]["pytest11"] == {"worqr": "worqr.testing"}
+
+
+def test_the_testing_page_shows_the_example_s_own_code() -> None:
+    """Its one block that does not run as it stands is run where it comes from."""
+    (block,) = [b for b in python_blocks(ROOT / "docs" / "testing.md") if b.reason]
+    assert block.code in (EXAMPLE / "test_app.py").read_text()
 
 
 def test_importing_worqr_loads_neither_pytest_nor_the_plugin() -> None:

@@ -123,7 +123,7 @@ class Worker(HandlerRegistry, Lifecycle):
         self._watched: Watched | None = None  # what the health probes read during a run
         self._probes: ProbeServer | None = None
         self._children: ChildPool | None = None  # the isolated handlers' processes
-        self.burst: Burst | None = None  # the last burst run's watch (`run(burst=True)`)
+        self._burst: Burst | None = None  # the last burst run's watch (`run(burst=True)`)
 
     # -- configuration ---------------------------------------------------------
 
@@ -160,6 +160,12 @@ class Worker(HandlerRegistry, Lifecycle):
         return None if self._client is None else self._client.worker_id
 
     @property
+    def burst_left(self) -> int | None:
+        """How many jobs the last burst run left for later (delayed or retrying,
+        due after its wait); None unless the last run was a burst that ran dry."""
+        return None if self._burst is None else self._burst.left_for_later
+
+    @property
     def in_flight(self) -> int:
         return 0 if self._dispatch is None else len(self._dispatch.running)
 
@@ -175,6 +181,7 @@ class Worker(HandlerRegistry, Lifecycle):
         persistent = self.persistent_queues
         if self._burst_wait is not None:
             refuse_persistent(persistent)
+        self._burst = None
         capacity = Capacity(
             list(self._specs),
             concurrency=settings.concurrency,
@@ -335,8 +342,8 @@ class Worker(HandlerRegistry, Lifecycle):
         queues = {queue: spec.jobs for queue, spec in self._specs.items()}
         idle = lambda: self.in_flight == 0  # noqa: E731
         done = partial(self._request_stop, False)
-        self.burst = Burst(client, queues, wait, idle=idle, done=done)
-        return asyncio.create_task(self.burst.watch(), name="worqr-burst")
+        self._burst = Burst(client, queues, wait, idle=idle, done=done)
+        return asyncio.create_task(self._burst.watch(), name="worqr-burst")
 
     async def _run_lanes(self, lanes: Lanes) -> None:
         """Start the lanes; they take work until the worker stops (this task is
