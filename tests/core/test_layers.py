@@ -55,6 +55,7 @@ RANKS = {
     "_runtime": 3,
     "metrics": 4,
     "http": 4,
+    "testing": 4,
     "_cli": 5,
     "web": 5,
     "_demo": 6,
@@ -151,6 +152,14 @@ def test_only_metrics_imports_prometheus_client() -> None:
             continue
         for name, line in imports(path):
             assert not name.startswith("prometheus_client"), f"{path.name}:{line}"
+
+
+def test_only_the_pytest_plugin_imports_pytest() -> None:
+    for path in modules():
+        if layer(path) == "testing":
+            continue
+        for name, line in imports(path):
+            assert name.split(".")[0] not in ("pytest", "_pytest"), f"{path.name}:{line}"
 
 
 GOD_MODULE_LINES = 500

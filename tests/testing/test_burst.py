@@ -24,6 +24,7 @@ def new_worker(redis_url: str, prefix: str) -> worqr.Worker:
     return worqr.Worker(redis_url, settings=worker_settings(prefix, concurrency=4))
 
 
+@pytest.mark.serial  # a deadline: it does not wait out the wait
 def test_a_burst_serves_what_is_due_within_the_wait_and_leaves_the_rest(
     redis_url: str, prefix: str, wq: worqr.Worqr, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -42,6 +42,7 @@ def test_the_report_names_finished_failed_and_retried_jobs(
     assert wq.get_workers() == []  # the worker stopped after the drain
 
 
+@pytest.mark.serial  # a deadline
 def test_skip_delays_runs_three_backed_off_retries_in_well_under_a_second(
     redis_url: str, prefix: str, wq: worqr.Worqr
 ) -> None:
