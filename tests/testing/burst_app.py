@@ -17,3 +17,11 @@ def burst(payload: str) -> str:
 @worker.handler("burst-tasks")
 def burst_task(task: str) -> None:
     return None
+
+
+persistent_worker = worqr.Worker()  # bursting it is a usage error: its handler never ends
+
+
+@persistent_worker.handler("feeds", persistent=True)
+def follow(feed: str) -> None:
+    return None

@@ -223,3 +223,11 @@ def test_burst_wait_needs_burst_and_a_wait_of_zero_or_more(redis_url: str, prefi
         env=cli_env(PYTHONPATH=str(HERE)),
     )  # fmt: skip
     assert_one_line_error(result, 2, "--burst-wait")
+
+
+def test_a_burst_of_persistent_handlers_is_a_usage_error(redis_url: str, prefix: str) -> None:
+    result = run_cli(
+        "worker", "burst_app:persistent_worker", "--url", redis_url, "--prefix", prefix, "--burst",
+        env=cli_env(PYTHONPATH=str(HERE)),
+    )  # fmt: skip
+    assert_one_line_error(result, 2, "burst mode cannot serve persistent handlers")
