@@ -12,6 +12,7 @@ It runs at most every `CHECK_INTERVAL` seconds and only while this worker has
 no handler running (then the queue has active work anyway): never per job.
 
 A paused queue's queued jobs cannot be taken: they count as left for later.
+A schedule's next fire is no job yet: a burst does not wait for it.
 Flow parents waiting for their children are not work of their own (their
 children, when queued on a served queue, are).
 """
