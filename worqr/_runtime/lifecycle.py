@@ -22,8 +22,8 @@ from typing import Any, Self
 from .._clients.async_client import AsyncWorqr
 from .._clients.outage import OutageLog
 from .._errors import WorqrError, WrongQueueKindError
-from .isolation.pool import ChildBootError
 from .burst import DEFAULT_WAIT, burst_wait_of
+from .isolation.pool import ChildBootError
 from .running import Reason
 from .settings import WorkerSettings
 
