@@ -182,7 +182,7 @@ def test_no_module_grows_into_a_god_module() -> None:
 
 
 # The layers above the clients, which use only what lower modules name publicly.
-UPPER = {"_runtime", "metrics", "http", "_cli", "web", "_demo", "cli"}
+UPPER = {"_runtime", "metrics", "http", "_cli", "web", "_demo", "cli", "testing"}
 # Private names of other libraries with no public spelling, each with its reason.
 FOREIGN_PRIVATE = {
     # The type add_subparsers() returns: argparse has no public name for it.

@@ -160,6 +160,12 @@ class Worker(HandlerRegistry, Lifecycle):
         return None if self._client is None else self._client.worker_id
 
     @property
+    def client(self) -> AsyncWorqr | None:
+        """This run's client (None outside a run): how code on the worker's
+        loop reads the mesh as the worker does (`worqr.testing.drain`)."""
+        return self._client
+
+    @property
     def burst_left(self) -> int | None:
         """How many jobs the last burst run left for later (delayed or retrying,
         due after its wait); None unless the last run was a burst that ran dry."""

@@ -86,13 +86,12 @@ async def drain_async(
         worker.add_hooks(collector)
     report = DrainReport()
     collector.report = report
-    collector.task_queues = frozenset(q for q in worker.queues if not worker._specs[q].jobs)
     began = time.monotonic()
     run = asyncio.create_task(worker.run_async(), name="worqr-drain")
     try:
         report.left_for_later = await _until_dry(worker, run, served, timeout, skip_delays)
     except TimeoutError:
-        left = await _describe(worker._client, served)
+        left = await _describe(worker.client, served)
         worker.stop(now=True)
         raise DrainTimeoutError(
             f"drain timed out after {timeout:g} s; left: {left}", report
@@ -107,8 +106,8 @@ async def drain_async(
     return report
 
 
-def _served(worker: Worker, queues: Iterable[str] | None) -> dict[str, bool]:
-    """The drained queues, each with whether it holds jobs."""
+def _served(worker: Worker, queues: Iterable[str] | None) -> list[str]:
+    """The drained queues, checked."""
     if not isinstance(worker, Worker):
         raise TypeError(f"drain() takes a worqr.Worker, not {type(worker).__name__}")
     if isinstance(queues, str):
@@ -120,26 +119,27 @@ def _served(worker: Worker, queues: Iterable[str] | None) -> dict[str, bool]:
     persistent = sorted(set(names) & set(worker.persistent_queues))
     if persistent:
         raise ValueError(f"persistent handlers never end, so a drain cannot: {persistent}")
-    return {queue: worker._specs[queue].jobs for queue in names}
+    return names
 
 
 async def _until_dry(
     worker: Worker,
     run: asyncio.Task[None],
-    served: dict[str, bool],
+    served: list[str],
     timeout: float,
     skip_delays: bool,
 ) -> int:
     """How many jobs are left for later once the queues have run dry."""
     deadline = time.monotonic() + timeout
     # The run sets its client and clears the last run's "started" in one step.
-    while (client := worker._client) is None or not worker.wait_started(0):
+    while (client := worker.client) is None or not worker.wait_started(0):
         _check_running(run)
         await _tick(deadline)
+    kinds = {queue: await client.internals.queue_kind(queue) == "jobs" for queue in served}
     wait = math.inf if skip_delays else 0.0
     # Only the counts say when: handlers of other queues may run on (persistent ones).
-    burst = Burst(client, served, wait, idle=lambda: True, done=lambda: None)
-    job_queues = [queue for queue, jobs in served.items() if jobs]
+    burst = Burst(client, kinds, wait, idle=lambda: True, done=lambda: None)
+    job_queues = [queue for queue, jobs in kinds.items() if jobs]
     while True:
         _check_running(run)
         if skip_delays:
@@ -173,13 +173,13 @@ async def _make_due(client: AsyncWorqr, queues: list[str]) -> None:
                 await client.update_job(queue, job.id, delay=None)
 
 
-async def _describe(client: AsyncWorqr | None, served: dict[str, bool]) -> str:
+async def _describe(client: AsyncWorqr | None, served: list[str]) -> str:
     """The served queues' unfinished work, in words."""
     if client is None:
         return "unknown (the worker had not started: is its Redis reachable?)"
     said = []
-    for queue, jobs in served.items():
-        if jobs:
+    for queue in served:
+        if await client.internals.queue_kind(queue) == "jobs":
             counts = await client.count_jobs(queue)
             states = ("queued", "active", "delayed", "retrying")
             parts = [f"{counts[state]} {state}" for state in states if counts[state]]

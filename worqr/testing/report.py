@@ -30,7 +30,7 @@ class DrainReport:
     were not due when the drain ended (none with ``skip_delays``)."""
 
     runs: list[RunRecord] = field(default_factory=list)
-    tasks: dict[str, Counter[str]] = field(default_factory=dict)
+    counted: dict[str, Counter[str]] = field(default_factory=dict, repr=False)
     left_for_later: int = 0
     seconds: float = 0.0
 
@@ -55,6 +55,12 @@ class DrainReport:
         return self.ids("cancelled")
 
     @property
+    def tasks(self) -> dict[str, Counter[str]]:
+        # A job's run fires the task hooks too: a queue with job runs holds jobs.
+        jobs = {run.queue for run in self.runs}
+        return {queue: counts for queue, counts in self.counted.items() if queue not in jobs}
+
+    @property
     def errors(self) -> dict[str, BaseException]:
         return {run.id: run.error for run in self.runs if run.error is not None}
 
@@ -70,7 +76,6 @@ class Collector(Hooks):
 
     def __init__(self) -> None:
         self.report: DrainReport | None = None
-        self.task_queues: frozenset[str] = frozenset()  # job runs fire the task hooks too
         self._lock = threading.Lock()
 
     def on_job_run_ended(
@@ -84,9 +89,9 @@ class Collector(Hooks):
 
     def _task(self, queue: str, outcome: str) -> None:
         report = self.report
-        if report is not None and queue in self.task_queues:
+        if report is not None:
             with self._lock:
-                report.tasks.setdefault(queue, Counter())[outcome] += 1
+                report.counted.setdefault(queue, Counter())[outcome] += 1
 
     def on_finished(self, queue: str, seconds: float) -> None:
         self._task(queue, "finished")
