@@ -15,6 +15,7 @@ import pytest
 
 import worqr
 from tests.support.cli import assert_one_line_error, cli_env, run_cli
+from tests.support.waiting import wait_until
 from tests.support.workers import worker_settings
 
 HERE = Path(__file__).resolve().parent  # burst_app.py's folder
@@ -114,12 +115,13 @@ def test_bursting_workers_that_share_a_queue_end_together(
     redis_url: str, prefix: str, wq: worqr.Worqr
 ) -> None:
     workers = [new_worker(redis_url, prefix) for _ in range(2)]
-    by: dict[int, int] = {0: 0, 1: 0}
+    by: list[list[str]] = [[], []]
+    both_started = threading.Event()  # handlers hold their jobs until both workers run
     for index, worker in enumerate(workers):
 
         def handle(payload: str, index: int = index) -> None:
-            time.sleep(0.01)
-            by[index] += 1
+            assert both_started.wait(10)
+            by[index].append(payload)
 
         worker.job("shared")(handle)
     wq.submit_many("shared", [str(i) for i in range(60)])
@@ -128,10 +130,13 @@ def test_bursting_workers_that_share_a_queue_end_together(
     ]
     for thread in threads:
         thread.start()
+    assert all(worker.wait_started(10) for worker in workers)
+    wait_until(lambda: all(worker.in_flight for worker in workers), message="both took work")
+    both_started.set()
     for thread in threads:
         thread.join(30)
     assert not any(thread.is_alive() for thread in threads)
-    assert by[0] + by[1] == 60 and by[0] > 0 and by[1] > 0
+    assert sorted(by[0] + by[1], key=int) == [str(i) for i in range(60)]
     assert wq.count_jobs("shared")["finished"] == 60
     assert wq.get_workers() == []
 
