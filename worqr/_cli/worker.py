@@ -15,7 +15,7 @@ from typing import Any
 
 from .._clients.sentinel import check_url
 from .._errors import WorqrError
-from .._runtime.burst import DEFAULT_WAIT
+from .._runtime.burst import DEFAULT_WAIT, refuse_persistent
 from .._runtime.settings import WorkerSettings
 from .._runtime.worker import Worker
 from .._settings import with_overrides
@@ -127,6 +127,11 @@ def configure(worker: Worker, args: argparse.Namespace, url: str | None) -> None
         )
     if args.burst_wait is not None and not args.burst:
         raise CliError("--burst-wait needs --burst", EXIT_USAGE)
+    if args.burst:
+        try:
+            refuse_persistent(worker.persistent_queues)
+        except ValueError as error:
+            raise CliError(str(error), EXIT_USAGE) from None
     changes.update(health_changes(args, worker.settings))
     if args.cluster:
         changes["cluster"] = True
@@ -178,8 +183,6 @@ def _run_here(worker: Worker, args: argparse.Namespace) -> int:
         worker.run(burst=args.burst, burst_wait=_burst_wait(args))
     except WorqrError as error:
         raise CliError(str(error)) from None
-    except ValueError as error:  # e.g. burst mode with persistent handlers
-        raise CliError(str(error), EXIT_USAGE) from None
     finally:
         if server is not None:
             server.close()
