@@ -55,6 +55,7 @@ RANKS = {
     "_runtime": 3,
     "metrics": 4,
     "http": 4,
+    "testing": 4,
     "_cli": 5,
     "web": 5,
     "_demo": 6,
@@ -153,6 +154,14 @@ def test_only_metrics_imports_prometheus_client() -> None:
             assert not name.startswith("prometheus_client"), f"{path.name}:{line}"
 
 
+def test_only_the_pytest_plugin_imports_pytest() -> None:
+    for path in modules():
+        if layer(path) == "testing":
+            continue
+        for name, line in imports(path):
+            assert name.split(".")[0] not in ("pytest", "_pytest"), f"{path.name}:{line}"
+
+
 GOD_MODULE_LINES = 500
 
 
@@ -173,7 +182,7 @@ def test_no_module_grows_into_a_god_module() -> None:
 
 
 # The layers above the clients, which use only what lower modules name publicly.
-UPPER = {"_runtime", "metrics", "http", "_cli", "web", "_demo", "cli"}
+UPPER = {"_runtime", "metrics", "http", "_cli", "web", "_demo", "cli", "testing"}
 # Private names of other libraries with no public spelling, each with its reason.
 FOREIGN_PRIVATE = {
     # The type add_subparsers() returns: argparse has no public name for it.

@@ -116,6 +116,20 @@ def _add_worker(commands: Subcommands) -> None:
         help="seconds running handlers get to finish on SIGTERM before their tasks go "
         "back to the front of their queues (default: the Worker's, 30)",
     )
+    parser.add_argument(
+        "--burst",
+        action="store_true",
+        help="exit (0) once the queues have run dry: nothing queued, nothing running, "
+        "nothing delayed or retrying due within --burst-wait; with --processes, each "
+        "process bursts on its own",
+    )
+    parser.add_argument(
+        "--burst-wait",
+        type=non_negative_float,
+        metavar="SECONDS",
+        help="with --burst: wait for delayed and retrying jobs due within this long "
+        "(default: 5); later ones are left for later, and counted",
+    )
     parser.add_argument("--log-level", default="INFO", help="logging level (default: INFO)")
     timing = parser.add_argument_group("mesh timing (each overrides the Worker's settings)")
     timing.add_argument(

@@ -18,6 +18,9 @@ never talks to Redis.
   --restart-window SECONDS`). Killed or healthy children never count: a kill
   storm cannot turn into an outage. A child exiting with `EXIT_USAGE` is a
   configuration mistake: restarting cannot help, so the supervisor stops.
+- ``burst=True`` (`worqr worker --burst`): a child that exits with 0 has
+  finished its burst and is not restarted; the supervisor exits once every
+  child has (a crashed one is still restarted, and bursts anew).
 - SIGTERM, SIGINT or SIGHUP (a closed terminal): forwarded to every child
   (SIGHUP as SIGTERM; they stop taking work, let their handlers finish within
   their grace period and return the rest); a second signal is forwarded too
@@ -84,6 +87,7 @@ class Supervisor:
         policy: RestartPolicy | None = None,
         on_exit: Callable[[int], object] | None = None,
         tick: float = 0.05,
+        burst: bool = False,
     ) -> None:
         count("processes", processes, low=1)
         self._command = command
@@ -91,6 +95,7 @@ class Supervisor:
         self.policy = policy or RestartPolicy()
         self._on_exit = on_exit
         self._tick = tick
+        self._burst = burst  # a child's clean exit is its burst's end: not restarted
         self._slots = [_Slot(i) for i in range(processes)]
         self._signals: collections.deque[int] = collections.deque()
         self._wake = threading.Event()
@@ -136,7 +141,7 @@ class Supervisor:
             while True:
                 self._handle_signals()
                 self._reap_children()
-                if self._stopping and all(s.process is None for s in self._slots):
+                if self._all_ended():
                     break
                 self._restart_due()
                 self._wake.wait(self._tick)
@@ -153,6 +158,11 @@ class Supervisor:
         return self._exit_code
 
     # -- internals -------------------------------------------------------------
+
+    def _all_ended(self) -> bool:
+        if self._stopping:
+            return all(s.process is None for s in self._slots)
+        return self._burst and all(s.process is None and s.restart_at is None for s in self._slots)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.request_stop(signum)
@@ -247,6 +257,9 @@ class Supervisor:
                 if code != 0 and not unready:
                     logger.warning("worker process %d exited with %s", process.pid, _how(code))
                     self._exit_code = max(self._exit_code, EXIT_FAILURE)
+                continue
+            if self._burst and code == EXIT_OK:
+                logger.info("worker process %d finished its burst", process.pid)
                 continue
             self._child_died(slot, process.pid, code, now)
 

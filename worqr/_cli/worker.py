@@ -15,6 +15,7 @@ from typing import Any
 
 from .._clients.sentinel import check_url
 from .._errors import WorqrError
+from .._runtime.burst import DEFAULT_WAIT, refuse_persistent
 from .._runtime.settings import WorkerSettings
 from .._runtime.worker import Worker
 from .._settings import with_overrides
@@ -124,6 +125,13 @@ def configure(worker: Worker, args: argparse.Namespace, url: str | None) -> None
             f"{option} needs --processes > 1 (one process runs without a supervisor)",
             EXIT_USAGE,
         )
+    if args.burst_wait is not None and not args.burst:
+        raise CliError("--burst-wait needs --burst", EXIT_USAGE)
+    if args.burst:
+        try:
+            refuse_persistent(worker.persistent_queues)
+        except ValueError as error:
+            raise CliError(str(error), EXIT_USAGE) from None
     changes.update(health_changes(args, worker.settings))
     if args.cluster:
         changes["cluster"] = True
@@ -172,13 +180,17 @@ def _run_here(worker: Worker, args: argparse.Namespace) -> int:
     # A closed terminal (SIGHUP) stops the worker as SIGTERM does: tasks go back.
     signal.signal(signal.SIGHUP, lambda signum, frame: worker.stop())
     try:
-        worker.run()
+        worker.run(burst=args.burst, burst_wait=_burst_wait(args))
     except WorqrError as error:
         raise CliError(str(error)) from None
     finally:
         if server is not None:
             server.close()
     return EXIT_OK
+
+
+def _burst_wait(args: argparse.Namespace) -> float:
+    return DEFAULT_WAIT if args.burst_wait is None else float(args.burst_wait)
 
 
 def _serve_metrics(args: argparse.Namespace) -> Any:
@@ -210,6 +222,8 @@ def child_command(args: argparse.Namespace) -> Callable[[int], list[str]]:
         base.append("--cluster")
     if args.metrics_port is not None:
         base.append("--metrics-child")
+    if args.burst:  # each child bursts on its own; the supervisor ends when all did
+        base += ["--burst", "--burst-wait", str(_burst_wait(args))]
 
     def command(index: int) -> list[str]:
         return [*base, "--process-index", str(index)]
@@ -238,7 +252,9 @@ def _supervise(args: argparse.Namespace, settings: WorkerSettings) -> int:
             failure_window=args.restart_window,
         )
         command = probes.command(child_command(args))
-        supervisor = Supervisor(command, args.processes, env=env, policy=policy, on_exit=on_exit)
+        supervisor = Supervisor(
+            command, args.processes, env=env, policy=policy, on_exit=on_exit, burst=args.burst
+        )
         probes.watch(supervisor)
         code = supervisor.run()
         if supervisor.reason is not None:

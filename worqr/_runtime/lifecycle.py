@@ -22,6 +22,7 @@ from typing import Any, Self
 from .._clients.async_client import AsyncWorqr
 from .._clients.outage import OutageLog
 from .._errors import WorqrError, WrongQueueKindError
+from .burst import DEFAULT_WAIT, burst_wait_of
 from .isolation.pool import ChildBootError
 from .running import Reason
 from .settings import WorkerSettings
@@ -68,6 +69,7 @@ class Lifecycle(ABC):
         self._ready: asyncio.Future[None] | None = None  # for `async with`
         self._runner: asyncio.Task[None] | None = None
         self._process_tasks: set[asyncio.Future[Any]] = set()
+        self._burst_wait: float | None = None  # a burst run's wait (`burst`)
 
     # -- what the worker supplies ------------------------------------------------
 
@@ -107,11 +109,13 @@ class Lifecycle(ABC):
 
     # -- public ------------------------------------------------------------------
 
-    def run(self) -> None:
+    def run(self, *, burst: bool = False, burst_wait: float = DEFAULT_WAIT) -> None:
         """Run until SIGINT/SIGTERM (graceful; a second signal stops at once) or
-        `stop()`. Signals are handled only when called on the main thread."""
+        `stop()`. Signals are handled only when called on the main thread.
+        ``burst``: also stop once the served queues have run dry, nothing due
+        within ``burst_wait`` seconds (`burst`)."""
         on_main = threading.current_thread() is threading.main_thread()
-        asyncio.run(self.run_async(install_signals=on_main))
+        asyncio.run(self.run_async(install_signals=on_main, burst=burst, burst_wait=burst_wait))
 
     def stop(self, *, now: bool = False) -> None:
         """Ask the worker to stop (thread-safe). ``now`` skips the grace period;
@@ -156,11 +160,19 @@ class Lifecycle(ABC):
                 self.stop(now=kind is not None and issubclass(kind, asyncio.CancelledError))
             await runner
 
-    async def run_async(self, *, install_signals: bool = False) -> None:
+    async def run_async(
+        self,
+        *,
+        install_signals: bool = False,
+        burst: bool = False,
+        burst_wait: float = DEFAULT_WAIT,
+    ) -> None:
         """Run inside the current event loop until `stop()` (or a signal). When the
-        task running it is cancelled, it stops at once (tasks still returned)."""
+        task running it is cancelled, it stops at once (tasks still returned).
+        ``burst``, ``burst_wait``: as `run`."""
         if self._loop is not None:
             raise WorqrError("this worker is already running")
+        self._burst_wait = burst_wait_of(burst, burst_wait)
         client = self._prepare()
         loop = self._loop = asyncio.get_running_loop()
         self._stop_requested, self._stop_now = asyncio.Event(), asyncio.Event()

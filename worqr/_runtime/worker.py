@@ -25,6 +25,7 @@ from .._errors import WorqrError
 from .._hooks import HookList, Hooks, Observer, ObserverHooks
 from .._settings import with_overrides
 from .acks import Acknowledger
+from .burst import Burst, refuse_persistent
 from .capacity import Capacity
 from .dispatch import Dispatcher
 from .isolation.pool import ChildPool, PoolSettings
@@ -122,6 +123,7 @@ class Worker(HandlerRegistry, Lifecycle):
         self._watched: Watched | None = None  # what the health probes read during a run
         self._probes: ProbeServer | None = None
         self._children: ChildPool | None = None  # the isolated handlers' processes
+        self._burst: Burst | None = None  # the last burst run's watch (`run(burst=True)`)
 
     # -- configuration ---------------------------------------------------------
 
@@ -158,6 +160,18 @@ class Worker(HandlerRegistry, Lifecycle):
         return None if self._client is None else self._client.worker_id
 
     @property
+    def client(self) -> AsyncWorqr | None:
+        """This run's client (None outside a run): how code on the worker's
+        loop reads the mesh as the worker does (`worqr.testing.drain`)."""
+        return self._client
+
+    @property
+    def burst_left(self) -> int | None:
+        """How many jobs the last burst run left for later (delayed or retrying,
+        due after its wait); None unless the last run was a burst that ran dry."""
+        return None if self._burst is None else self._burst.left_for_later
+
+    @property
     def in_flight(self) -> int:
         return 0 if self._dispatch is None else len(self._dispatch.running)
 
@@ -171,6 +185,9 @@ class Worker(HandlerRegistry, Lifecycle):
         if unknown:
             logger.warning("queue_limits name queues without a handler: %s", unknown)
         persistent = self.persistent_queues
+        if self._burst_wait is not None:
+            refuse_persistent(persistent)
+        self._burst = None
         capacity = Capacity(
             list(self._specs),
             concurrency=settings.concurrency,
@@ -322,7 +339,17 @@ class Worker(HandlerRegistry, Lifecycle):
         if self._watched is not None:
             self._watched.pullers = pullers
         fence = asyncio.create_task(self._dispatch.fence(), name="worqr-fence")
-        return [*pullers, fence, asyncio.create_task(self._dispatch.watch(), name="worqr-watch")]
+        wait = self._burst_wait
+        burst = [] if wait is None else [self._start_burst(client, wait)]
+        watch = asyncio.create_task(self._dispatch.watch(), name="worqr-watch")
+        return [*pullers, *burst, fence, watch]
+
+    def _start_burst(self, client: AsyncWorqr, wait: float) -> asyncio.Task[None]:
+        queues = {queue: spec.jobs for queue, spec in self._specs.items()}
+        idle = lambda: self.in_flight == 0  # noqa: E731
+        done = partial(self._request_stop, False)
+        self._burst = Burst(client, queues, wait, idle=idle, done=done)
+        return asyncio.create_task(self._burst.watch(), name="worqr-burst")
 
     async def _run_lanes(self, lanes: Lanes) -> None:
         """Start the lanes; they take work until the worker stops (this task is
