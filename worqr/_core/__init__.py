@@ -12,6 +12,7 @@ from .dead_letters import DeadLetters
 from .deletion import QueueDeletion
 from .flows import Flows
 from .groups import Groups
+from .history import History
 from .jobs_read import JobReads
 from .jobs_submit import JobSubmission
 from .jobs_work import JobWork
@@ -60,6 +61,7 @@ class Core:
         self.deletion = QueueDeletion(state, kinds, relay)
         self.pausing = Pausing(state, kinds, submission)
         self.groups = Groups(state, kinds)
+        self.history = History(state)
 
 
 __all__ = ["Callback", "Core"]

@@ -27,6 +27,7 @@ from .._settings import with_overrides
 from .acks import Acknowledger
 from .capacity import Capacity
 from .dispatch import Dispatcher
+from .history import HistoryRecorder
 from .job_outcomes import JobOutcomes
 from .lane_setup import make_lanes
 from .lanes import Lanes
@@ -108,6 +109,9 @@ class Worker(HandlerRegistry, Lifecycle):
         self._hooks = HookList()
         for each in hooks:
             self._hooks.add(each)
+        self._history = HistoryRecorder()  # the metrics history (docs/history.md)
+        self._hooks.add(self._history)
+        self._history_task: asyncio.Task[None] | None = None
         self._wanted: dict[str, asyncio.Event] = {}
         self._client: AsyncWorqr | None = None
         self._dispatch: Dispatcher | None = None
@@ -278,6 +282,8 @@ class Worker(HandlerRegistry, Lifecycle):
         if self._watched is not None:
             self._watched.pullers = pullers
         fence = asyncio.create_task(self._dispatch.fence(), name="worqr-fence")
+        # Not among the loops: it outlives the drain, for the last runs' counts (_close).
+        self._history_task = asyncio.create_task(self._history.run(client), name="worqr-history")
         return [*pullers, fence, asyncio.create_task(self._dispatch.watch(), name="worqr-watch")]
 
     async def _run_lanes(self, lanes: Lanes) -> None:
@@ -368,6 +374,14 @@ class Worker(HandlerRegistry, Lifecycle):
         if self._probes is not None:
             probes, self._probes = self._probes, None
             probes.close()
+
+    async def _close(self, client: AsyncWorqr) -> None:
+        task, self._history_task = self._history_task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await self._history.last_flush(client)
+        await super()._close(client)
 
     def _more_to_wait_for(self) -> set[asyncio.Future[Any]]:
         drained = None if self._lanes is None else self._lanes.drained()
