@@ -4,6 +4,7 @@ the handlers measured."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from bisect import bisect_left
@@ -12,7 +13,9 @@ import pytest
 
 import worqr
 from tests.history.conftest import HistoryMesh
+from tests.support.cli import assert_one_line_error, run_cli
 from tests.support.waiting import wait_until
+from worqr._cli.base import EXIT_USAGE
 from worqr._core.history_model import BOUNDS, totals
 
 
@@ -25,6 +28,7 @@ def measured_percentile(times: list[float], q: float) -> float:
     return ordered[max(1, math.ceil(q * len(ordered))) - 1]
 
 
+@pytest.mark.slow
 def test_the_counts_are_the_runs_made_and_percentiles_within_a_bucket(
     history_mesh: HistoryMesh,
 ) -> None:
@@ -62,6 +66,7 @@ def test_the_counts_are_the_runs_made_and_percentiles_within_a_bucket(
         assert abs(bucket(reported) - bucket(measured_percentile(times, q))) <= 1, name
 
 
+@pytest.mark.slow
 def test_points_are_minutes_oldest_first_within_since(history_mesh: HistoryMesh) -> None:
     wq = history_mesh.client
     ref = wq.submit("timed", "0.001:0")
@@ -86,3 +91,32 @@ def test_a_bad_since_is_refused(wq: worqr.Worqr, since: float) -> None:
 def test_a_since_of_another_type_is_refused(wq: worqr.Worqr, since: object) -> None:
     with pytest.raises(TypeError, match="since"):
         wq.get_history("q", since=since)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_the_command_shows_the_history(history_mesh: HistoryMesh) -> None:
+    wq = history_mesh.client
+    refs = [wq.submit("timed", payload) for payload in ("0.001:0", "0.001:1", "0.001:2")]
+    wait_until(
+        lambda: all(wq.get_job("timed", r.id).state in ("finished", "failed") for r in refs),
+        timeout=30,
+    )
+    wait_until(lambda: totals(wq.get_history("timed"))["started"] == 5, timeout=10)
+    where = ("--url", history_mesh.url, "--prefix", history_mesh.prefix)
+    shown = run_cli("history", "timed", "--since", "30m", "--json", *where)
+    assert shown.returncode == 0, shown.stderr
+    document = json.loads(shown.stdout)
+    assert document["queue"] == "timed"
+    wanted = {"started": 5, "finished": 2, "retried": 2, "failed": 1, "cancelled": 0}
+    assert {name: document["totals"][name] for name in wanted} == wanted
+    assert sum(point["started"] for point in document["points"]) == 5
+    assert document["totals"]["p99"] is not None
+    table = run_cli("history", "timed", *where)
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.splitlines()[-1].split()[:6] == ["total", "5", "2", "2", "1", "0"]
+
+
+@pytest.mark.parametrize("since", ["0", "-5m", "4d", "1w", "soon"])
+def test_the_command_refuses_a_bad_since(since: str) -> None:
+    result = run_cli("history", "q", "--since", since, "--url", "redis://127.0.0.1:1")
+    assert_one_line_error(result, EXIT_USAGE, "since")

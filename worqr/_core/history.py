@@ -47,6 +47,24 @@ def check_since(since: object) -> float:
     return check_seconds("since", since, above=True, high=MAX_SINCE)
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_since(value: str) -> float:
+    """``since`` as text (the command line's, the HTTP API's): seconds, or a
+    number with a unit: ``90s``, ``30m``, ``8h``, ``3d`` (at most 72 hours)."""
+    text = value.strip().lower()
+    scale = _UNITS.get(text[-1:], 0)
+    number = text[:-1] if scale else text
+    try:
+        seconds = float(number) * (scale or 1)
+    except ValueError:
+        raise ValueError(
+            f"since must be seconds or a number with a unit (s, m, h, d), got {value!r}"
+        ) from None
+    return check_since(seconds)
+
+
 def updates(tallies: Iterable[tuple[int, str]]) -> tuple[list[str], list[Update]]:
     """The blocks and updates of `history_add` for (minute, tally) pairs: each
     tally goes to its minute and to its ten minutes."""
