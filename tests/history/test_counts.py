@@ -54,7 +54,11 @@ def test_the_counts_are_the_runs_made_and_percentiles_within_a_bucket(
     def written() -> dict[str, int | float | None]:
         return totals(wq.get_history("timed", since=600))
 
-    wait_until(lambda: written()["started"] == len(runs), timeout=10, message="not flushed")
+    def flushed() -> bool:  # a run's end is told after its job's state changed
+        got = written()
+        return [got["started"], sum(got[name] or 0 for name in wanted)] == [len(runs)] * 2
+
+    wait_until(flushed, timeout=10, message="not flushed")
     got = written()
     assert got["started"] == len(runs)
     assert {name: got[name] for name in wanted} == wanted
@@ -101,13 +105,18 @@ def test_the_command_shows_the_history(history_mesh: HistoryMesh) -> None:
         lambda: all(wq.get_job("timed", r.id).state in ("finished", "failed") for r in refs),
         timeout=30,
     )
-    wait_until(lambda: totals(wq.get_history("timed"))["started"] == 5, timeout=10)
+    wanted = {"started": 5, "finished": 2, "retried": 2, "failed": 1, "cancelled": 0}
+
+    def flushed() -> bool:
+        got = totals(wq.get_history("timed"))
+        return {name: got[name] for name in wanted} == wanted
+
+    wait_until(flushed, timeout=10)
     where = ("--url", history_mesh.url, "--prefix", history_mesh.prefix)
     shown = run_cli("history", "timed", "--since", "30m", "--json", *where)
     assert shown.returncode == 0, shown.stderr
     document = json.loads(shown.stdout)
     assert document["queue"] == "timed"
-    wanted = {"started": 5, "finished": 2, "retried": 2, "failed": 1, "cancelled": 0}
     assert {name: document["totals"][name] for name in wanted} == wanted
     assert sum(point["started"] for point in document["points"]) == 5
     assert document["totals"]["p99"] is not None
