@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import worqr
+from tests.http.conftest import api  # noqa: F401  (the HTTP tests' fixture)
 from tests.support import APPS
 from tests.support.cli import cli_env, start_cli
 from tests.support.processes import stop
