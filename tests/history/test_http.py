@@ -3,10 +3,15 @@ written with explicit minutes, and a bad ``since`` answered 400."""
 
 from __future__ import annotations
 
+import asyncio
+
+import httpx
 import pytest
 
-from tests.http.conftest import Api, ApiRunner
+import worqr
+from tests.http.conftest import BASE, Api, ApiRunner
 from worqr._core.history_model import WIDTH, encode
+from worqr.web import standalone_app
 
 
 def tally(started: int, finished: int, failed: int, bucket: int) -> str:
@@ -45,3 +50,29 @@ def test_a_bad_since_is_a_400(api: ApiRunner, since: str) -> None:
         assert "since" in answer.text
 
     api(scenario)
+
+
+def test_the_view_sums_every_queue_for_the_front_page(redis_url: str, prefix: str) -> None:
+    async def main() -> None:
+        async with worqr.AsyncWorqr(redis_url, prefix=prefix) as client:
+            now = int(await client.internals.server_time())
+            minute = now - now % 60
+            await client.submit("a", "x")  # the view knows the queues the mesh lists
+            await client.submit("b", "x")
+            await client.internals.record_history("a", [(minute, tally(2, 2, 0, 3))])
+            await client.internals.record_history("b", [(minute, tally(1, 0, 1, 20))])
+            transport = httpx.ASGITransport(app=standalone_app(client))
+            async with httpx.AsyncClient(transport=transport, base_url=BASE) as http:
+                mesh = (await http.get("/ui/api/history", params={"since": "1h"})).json()
+                assert [p["started"] for p in mesh["points"]] == [3]
+                assert mesh["totals"]["failed"] == 1 and mesh["now"] >= minute
+                assert mesh["totals"]["p50"] == pytest.approx(0.000125 * 2**3)
+                assert mesh["totals"]["p99"] == pytest.approx(0.000125 * 2**20)
+                one = (await http.get("/ui/api/history", params={"queue": "b"})).json()
+                assert one["queue"] == "b" and one["totals"]["started"] == 1
+                bad = await http.get("/ui/api/history", params={"since": "1w"})
+                assert bad.status_code == 400 and "since" in bad.text
+                unknown = await http.get("/ui/api/history", params={"queue": "nope"})
+                assert unknown.status_code == 404
+
+    asyncio.run(main())

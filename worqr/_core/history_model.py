@@ -124,3 +124,18 @@ def totals(points: Iterable[HistoryPoint]) -> dict[str, int | float | None]:
     for name, q in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):
         result[name] = percentile(histogram, q)
     return result
+
+
+def merge(series: Iterable[Iterable[HistoryPoint]]) -> list[HistoryPoint]:
+    """Several queues' points as one history: the points of one time summed
+    (counts and run-time buckets), oldest first (the mesh-wide chart)."""
+    index = {bound: i for i, bound in enumerate(BOUNDS)}
+    rows: dict[tuple[int, int], list[int]] = {}
+    for points in series:
+        for each in points:
+            row = rows.setdefault((each.time, each.step), [0] * WIDTH)
+            for i, n in enumerate(each.counts()):
+                row[i] += n
+            for bound, runs in each.buckets:
+                row[len(COUNTS) + index[bound]] += runs
+    return [point(time, step, row) for (time, step), row in sorted(rows.items())]

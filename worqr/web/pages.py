@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from .._jobs import STATES
+from .history import history_section
 
 HEADERS = {
     "Content-Security-Policy": (
@@ -82,7 +83,10 @@ def _frame(page: str, title: str, crumbs: str, body: str, data: dict[str, str]) 
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{escape(title)} - worqr</title>
 <link rel="stylesheet" href="/ui/static/view.css">
+<link rel="stylesheet" href="/ui/static/vendor/uplot/uPlot.min.css">
 <script src="/ui/static/view.js" defer></script>
+<script src="/ui/static/vendor/uplot/uPlot.iife.min.js" defer></script>
+<script src="/ui/static/charts.js" defer></script>
 </head>
 <body data-page="{page}"{attributes}>
 <header>
@@ -116,6 +120,7 @@ async def overview_page(request: Request) -> Response:
 {_table("queues", QUEUE_COLUMNS, "no queues yet")}
 <p class="muted">Rates are per second between two polls; recovered counts tasks and jobs of dead
 workers returned to their queue, since the queue was made.</p></section>
+{history_section("all queues")}
 <section><h2>Workers</h2>
 {_table("workers", ("worker", "alive", "host", "pid", "in process", "queues"), "no workers")}
 </section>
@@ -137,6 +142,7 @@ async def queue_page(request: Request) -> Response:
 <p id="limits" hidden></p>
 <p id="pausing" hidden><button id="pause" type="button" class="act">pause</button>
 <span id="pause-result" class="muted"></span></p></section>
+{history_section("this queue")}
 <section id="groups-section" hidden><h2>Groups <span class="muted">(fair share: one job
 of each group in turn)</span></h2>
 {_table("groups", GROUP_COLUMNS, "loading...")}
