@@ -1,0 +1,162 @@
+"""The metrics history's budgets: Redis memory per queue at full retention, and
+the Redis commands it adds to a job drain.
+
+    python -m benchmarks.history                    # both parts, about a minute
+    python -m benchmarks.history --jobs 5000        # a smoke run
+
+Starts its own redis-server (or uses ``--url``; keys under a fresh prefix).
+
+Memory: writes 72 hours of minutes of one queue with explicit times (what a
+busy queue's workers write: every count non-zero, runs spread over eight
+run-time buckets), one `history_add` call per hour of minutes, as the worker's
+flush does, then sums ``MEMORY USAGE`` over the queue's history keys (the ones
+Redis has not expired: 8 hours of minutes, 72 of ten minutes) and prints the
+growth of ``used_memory``. Budget: 200 KB.
+
+Drain: ``--jobs`` no-op jobs submitted, then one `worqr.Worker` (default
+settings, an async handler) drains them; prints jobs per second and how many
+`history_add` calls its flushes made (the only commands the history adds).
+Budget: at most one per 16 jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+import uuid
+
+import redis
+
+import worqr
+from worqr._core.history_model import COUNTS, WIDTH, encode
+from worqr._runtime.history import HistoryRecorder
+from worqr.embedded import EmbeddedRedis
+
+MEMORY_BUDGET = 200 * 1024
+JOBS_PER_COMMAND = 16
+
+
+def busy_tally(minute: int) -> str:
+    """A busy minute: about 3,000 runs, every outcome, eight buckets."""
+    row = [0] * WIDTH
+    row[: len(COUNTS)] = [3000 + minute % 97, 2990, 7, 3, 1]
+    for offset, share in enumerate((40, 300, 900, 1100, 500, 150, 9, 1)):
+        row[len(COUNTS) + 6 + offset] = share
+    return encode(row)
+
+
+def memory(url: str) -> dict[str, object]:
+    prefix = f"bench{uuid.uuid4().hex[:8]}"
+    raw = redis.Redis.from_url(url)
+    with worqr.Worqr(url, prefix=prefix) as wq:
+        now = int(wq.internals.server_time())
+        wq.internals.record_history("warm-up", [(now - now % 60, busy_tally(0))])
+        wq.get_history("warm-up")  # the scripts loaded and the connection's buffers grown
+        raw.delete(*raw.scan_iter(match=f"{{{prefix}:warm-up}}:*"))
+        before = int(raw.info("memory")["used_memory"])
+        last = now - now % 60
+        minutes = list(range(last - 72 * 3600 + 60, last + 60, 60))
+        for start in range(0, len(minutes), 60):
+            hour = minutes[start : start + 60]
+            wq.internals.record_history("q", [(m, busy_tally(m)) for m in hour])
+        points = len(wq.get_history("q", since=8 * 3600)) + len(
+            wq.get_history("q", since=72 * 3600)
+        )
+    keys = list(raw.scan_iter(match=f"{{{prefix}:q}}:history:*", count=1000))
+    used = sum(int(raw.memory_usage(key, samples=0) or 0) for key in keys)
+    encodings = sorted({raw.object("encoding", key).decode() for key in keys})
+    grown = int(raw.info("memory")["used_memory"]) - before
+    raw.close()
+    return {
+        "keys": len(keys),
+        "points": points,
+        "memory_usage": used,
+        "used_memory_growth": grown,
+        "encodings": encodings,
+    }
+
+
+class CountingRecorder(HistoryRecorder):
+    """Counts the `history_add` calls of a worker's flushes."""
+
+    writes = 0
+
+    async def _write(self, client: worqr.AsyncWorqr, queue: str, rows: dict) -> None:  # type: ignore[type-arg]
+        CountingRecorder.writes += 1
+        await super()._write(client, queue, rows)
+
+
+def drain(url: str, jobs: int) -> dict[str, float]:
+    prefix = f"bench{uuid.uuid4().hex[:8]}"
+    with worqr.Worqr(url, prefix=prefix) as wq:
+        for start in range(0, jobs, 1000):
+            wq.submit_many("drain", ["x"] * min(1000, jobs - start))
+
+    worker = worqr.Worker(url, prefix=prefix)
+    recorder = CountingRecorder()
+    worker._history = recorder  # the counting one registered in its place
+    worker._hooks._hooks.clear()
+    worker._hooks._listeners.clear()
+    worker._hooks.add(recorder)
+
+    done = 0
+    all_done: asyncio.Event | None = None
+
+    @worker.job("drain")
+    async def handle(payload: str) -> None:
+        nonlocal done
+        done += 1
+        if done == jobs and all_done is not None:
+            all_done.set()
+
+    async def run() -> float:
+        nonlocal all_done
+        all_done = asyncio.Event()
+        started = time.perf_counter()
+        async with worker:
+            await all_done.wait()
+            seconds = time.perf_counter() - started
+        return seconds
+
+    seconds = asyncio.run(run())
+    return {
+        "jobs": jobs,
+        "seconds": seconds,
+        "jobs_per_second": jobs / seconds,
+        "history_writes": CountingRecorder.writes,
+        "jobs_per_write": jobs / max(1, CountingRecorder.writes),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", help="a Redis to use (default: start one)")
+    parser.add_argument("--jobs", type=int, default=50_000, help="jobs the drain part runs")
+    args = parser.parse_args()
+    server = None if args.url else EmbeddedRedis().start()
+    url = args.url or server.url  # type: ignore[union-attr]
+    try:
+        got = memory(url)
+        used, grown = int(got["memory_usage"]), int(got["used_memory_growth"])  # type: ignore[call-overload]
+        verdict = "within" if max(used, grown) <= MEMORY_BUDGET else "OVER"
+        print(
+            f"memory at full retention (72 h of busy minutes): {got['keys']} keys, "
+            f"{got['points']} points read back, encoded {got['encodings']}, MEMORY USAGE "
+            f"{used / 1024:.1f} KB (used_memory grew {grown / 1024:.1f} KB): {verdict} the "
+            f"{MEMORY_BUDGET // 1024} KB budget"
+        )
+        ran = drain(url, args.jobs)
+        verdict = "within" if ran["jobs_per_write"] >= JOBS_PER_COMMAND else "OVER"
+        print(
+            f"drain of {ran['jobs']} jobs: {ran['seconds']:.2f} s, {ran['jobs_per_second']:.0f} "
+            f"jobs/s, {ran['history_writes']} history writes = one per "
+            f"{ran['jobs_per_write']:.0f} jobs: {verdict} the budget of one per {JOBS_PER_COMMAND}"
+        )
+    finally:
+        if server is not None:
+            server.close()
+
+
+if __name__ == "__main__":
+    main()
