@@ -60,14 +60,30 @@ class HistoryRecorder(Hooks):
         self._lock = threading.Lock()
         self._tally: Tally = {}
         self.offset = 0.0  # Redis's clock minus this host's, as of the last write
+        # The current minute's rows by queue (also in the tally), and its bounds
+        # on this host's clock: most calls need no division and no new tuple.
+        self._rows: dict[str, list[int]] = {}
+        self._minute = 0
+        self._from = self._to = 0.0
 
     def _row(self, queue: str) -> list[int]:
-        now = int(time.time() + self.offset)
-        key = (queue, now - now % 60)
-        row = self._tally.get(key)
+        """The queue's row of the current minute (called under the lock)."""
+        now = time.time()
+        if not self._from <= now < self._to:
+            self._turn(now)
+        row = self._rows.get(queue)
         if row is None:
-            row = self._tally[key] = [0] * WIDTH
+            row = self._tally.setdefault((queue, self._minute), [0] * WIDTH)
+            self._rows[queue] = row
         return row
+
+    def _turn(self, now: float) -> None:
+        """Another minute (on Redis's clock, as the offset estimates it)."""
+        server = now + self.offset
+        self._minute = int(server) - int(server) % 60
+        self._from = self._minute - self.offset
+        self._to = self._from + 60
+        self._rows = {}
 
     def on_job_run_started(self, run: JobRun) -> None:
         with self._lock:
@@ -89,6 +105,7 @@ class HistoryRecorder(Hooks):
         """The tallies so far; the recorder starts new ones."""
         with self._lock:
             tally, self._tally = self._tally, {}
+            self._rows = {}
         return tally
 
     def give_back(self, tally: Tally) -> None:
@@ -107,7 +124,7 @@ class HistoryRecorder(Hooks):
         """Estimate Redis's clock before the first runs are tallied."""
         before = time.time()
         server = await client.internals.server_time()
-        self.offset = server - (before + time.time()) / 2
+        self._set_offset(server - (before + time.time()) / 2)
 
     async def flush(self, client: AsyncWorqr) -> None:
         """Add the tallies to Redis, one call per queue; failed ones are kept."""
@@ -130,7 +147,12 @@ class HistoryRecorder(Hooks):
         tallies = [(minute, encode(row)) for (_, minute), row in sorted(rows.items())]
         before = time.time()
         server = await client.internals.record_history(queue, tallies)
-        self.offset = server - (before + time.time()) / 2
+        self._set_offset(server - (before + time.time()) / 2)
+
+    def _set_offset(self, offset: float) -> None:
+        with self._lock:
+            self.offset = offset
+            self._to = 0.0  # the next run finds the minute's bounds again
 
     async def run(self, client: AsyncWorqr) -> None:
         """Flush every `FLUSH_EVERY` seconds until cancelled."""
