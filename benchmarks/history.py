@@ -126,8 +126,11 @@ def drain(url: str, jobs: int, *, history: bool = True) -> dict[str, float]:
             seconds = time.perf_counter() - started
         return seconds
 
+    cpu = time.process_time()
     seconds = asyncio.run(run())
+    cpu = time.process_time() - cpu
     return {
+        "worker_cpu_us_per_job": cpu / jobs * 1e6,
         "jobs": jobs,
         "seconds": seconds,
         "jobs_per_second": jobs / seconds,
@@ -136,15 +139,17 @@ def drain(url: str, jobs: int, *, history: bool = True) -> dict[str, float]:
     }
 
 
-def paired(url: str, jobs: int, pairs: int) -> list[float]:
-    """Drain rate with the history over without it, one ratio per pair of
-    drains run back to back (alternating which goes first)."""
-    ratios = []
+def paired(url: str, jobs: int, pairs: int) -> tuple[list[float], list[float]]:
+    """Per pair of drains run back to back (alternating which goes first), with
+    the history over without it: the drain rates' ratio, and the worker
+    process's CPU per job's (less swayed by other processes' load)."""
+    rates, cpus = [], []
     for i in range(pairs):
         order = (True, False) if i % 2 == 0 else (False, True)
-        rates = {each: drain(url, jobs, history=each)["jobs_per_second"] for each in order}
-        ratios.append(rates[True] / rates[False])
-    return ratios
+        ran = {each: drain(url, jobs, history=each) for each in order}
+        rates.append(ran[True]["jobs_per_second"] / ran[False]["jobs_per_second"])
+        cpus.append(ran[True]["worker_cpu_us_per_job"] / ran[False]["worker_cpu_us_per_job"])
+    return rates, cpus
 
 
 def main() -> None:
@@ -175,11 +180,13 @@ def main() -> None:
             f"{ran['jobs_per_write']:.0f} jobs: {verdict} the budget of one per {JOBS_PER_COMMAND}"
         )
         if args.pairs:
-            ratios = paired(url, args.jobs, args.pairs)
-            print(
-                f"paired drains of {args.jobs} jobs, with / without the history: median "
-                f"{statistics.median(ratios):.3f} ({', '.join(f'{r:.3f}' for r in ratios)})"
-            )
+            rates, cpus = paired(url, args.jobs, args.pairs)
+            for what, ratios in (("drain rate", rates), ("worker CPU per job", cpus)):
+                print(
+                    f"paired drains of {args.jobs} jobs, {what} with / without the history: "
+                    f"median {statistics.median(ratios):.3f} "
+                    f"({', '.join(f'{r:.3f}' for r in ratios)})"
+                )
     finally:
         if server is not None:
             server.close()

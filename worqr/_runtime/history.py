@@ -1,8 +1,9 @@
 """The worker's side of the metrics history: a `Hooks` that tallies job runs by
 queue and minute in memory, and the loop that adds the tallies to Redis.
 
-Per run the hooks cost a clock read, a lock, a dict lookup and, at its end, a
-bisect over the fixed bucket bounds; they may be called from lane threads. The
+Per run the hooks cost a clock read, the calling thread's own lock (a tally
+per thread: handler threads never wait for each other), a dict lookup and, at
+its end, a bisect over the fixed bucket bounds. The
 flush runs on the worker's loop every `FLUSH_EVERY` seconds: one script call
 per queue that ran jobs since the last one (at full drain, thousands of jobs
 per call), plus a last one when the worker stops.
@@ -53,41 +54,70 @@ Tally = dict[tuple[str, int], list[int]]
 """(queue, minute start on Redis's clock) -> row (`history_model.WIDTH` cells)."""
 
 
+def _add(into: Tally, rows: Tally) -> None:
+    for key, row in rows.items():
+        mine = into.get(key)
+        if mine is None:
+            into[key] = row
+        else:
+            for i, n in enumerate(row):
+                mine[i] += n
+
+
+class _ThreadTally:
+    """One thread's tally. Its lock is taken by that thread per run and by the
+    flush once a second, so it is never contended the way one lock shared by
+    every handler thread would be."""
+
+    __slots__ = ("end", "lock", "minute", "rows", "start", "today")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.rows: Tally = {}
+        self.today: dict[str, list[int]] = {}  # the current minute's rows by queue (in rows)
+        self.minute = 0
+        self.start = self.end = 0.0  # the minute's bounds on this host's clock
+
+
 class HistoryRecorder(Hooks):
     """Tallies job runs (hooks) and adds them to the history (`flush`)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._tally: Tally = {}
+        self._local = threading.local()
+        self._lock = threading.Lock()  # the list of tallies, and the kept rows
+        self._tallies: list[_ThreadTally] = []
+        self._kept: Tally = {}  # a failed flush's rows, for the next one
         self.offset = 0.0  # Redis's clock minus this host's, as of the last write
-        # The current minute's rows by queue (also in the tally), and its bounds
-        # on this host's clock: most calls need no division and no new tuple.
-        self._rows: dict[str, list[int]] = {}
-        self._minute = 0
-        self._from = self._to = 0.0
 
-    def _row(self, queue: str) -> list[int]:
-        """The queue's row of the current minute (called under the lock)."""
+    def _mine(self) -> _ThreadTally:
+        try:
+            tally: _ThreadTally = self._local.tally
+        except AttributeError:
+            tally = self._local.tally = _ThreadTally()
+            with self._lock:
+                self._tallies.append(tally)
+        return tally
+
+    def _row(self, tally: _ThreadTally, queue: str) -> list[int]:
+        """The queue's row of the current minute (under ``tally.lock``): most
+        runs need no division and no new tuple."""
         now = time.time()
-        if not self._from <= now < self._to:
-            self._turn(now)
-        row = self._rows.get(queue)
+        if not tally.start <= now < tally.end:
+            server = now + self.offset
+            tally.minute = int(server) - int(server) % 60
+            tally.start = tally.minute - self.offset
+            tally.end = tally.start + 60
+            tally.today = {}
+        row = tally.today.get(queue)
         if row is None:
-            row = self._tally.setdefault((queue, self._minute), [0] * WIDTH)
-            self._rows[queue] = row
+            row = tally.rows.setdefault((queue, tally.minute), [0] * WIDTH)
+            tally.today[queue] = row
         return row
 
-    def _turn(self, now: float) -> None:
-        """Another minute (on Redis's clock, as the offset estimates it)."""
-        server = now + self.offset
-        self._minute = int(server) - int(server) % 60
-        self._from = self._minute - self.offset
-        self._to = self._from + 60
-        self._rows = {}
-
     def on_job_run_started(self, run: JobRun) -> None:
-        with self._lock:
-            self._row(run.queue)[_STARTED] += 1
+        tally = self._mine()
+        with tally.lock:
+            self._row(tally, run.queue)[_STARTED] += 1
 
     def on_job_run_ended(
         self, run: JobRun, outcome: str, seconds: float, error: BaseException | None
@@ -96,29 +126,29 @@ class HistoryRecorder(Hooks):
         if column is None:
             return  # returned, fenced: no end of the job's run here
         bucket = min(_FIRST_BUCKET + bisect_left(BOUNDS, seconds), _LAST_BUCKET)
-        with self._lock:
-            row = self._row(run.queue)
+        tally = self._mine()
+        with tally.lock:
+            row = self._row(tally, run.queue)
             row[column] += 1
             row[bucket] += 1
 
     def take(self) -> Tally:
-        """The tallies so far; the recorder starts new ones."""
+        """The tallies so far, every thread's; the recorder starts new ones."""
         with self._lock:
-            tally, self._tally = self._tally, {}
-            self._rows = {}
-        return tally
+            taken, self._kept = self._kept, {}
+            tallies = list(self._tallies)
+        for tally in tallies:
+            with tally.lock:
+                rows, tally.rows, tally.today = tally.rows, {}, {}
+            _add(taken, rows)
+        return taken
 
-    def give_back(self, tally: Tally) -> None:
-        """Tallies a flush could not write: added to the current ones, except
-        those past the history's retention."""
+    def give_back(self, taken: Tally) -> None:
+        """Tallies a flush could not write, for the next one; those past the
+        history's retention are dropped."""
         oldest = time.time() + self.offset - TEN_MINUTES.keep
         with self._lock:
-            for key, row in tally.items():
-                if key[1] < oldest:
-                    continue
-                mine = self._tally.setdefault(key, [0] * WIDTH)
-                for i, n in enumerate(row):
-                    mine[i] += n
+            _add(self._kept, {key: row for key, row in taken.items() if key[1] >= oldest})
 
     async def sync_clock(self, client: AsyncWorqr) -> None:
         """Estimate Redis's clock before the first runs are tallied."""
@@ -150,9 +180,11 @@ class HistoryRecorder(Hooks):
         self._set_offset(server - (before + time.time()) / 2)
 
     def _set_offset(self, offset: float) -> None:
+        self.offset = offset
         with self._lock:
-            self.offset = offset
-            self._to = 0.0  # the next run finds the minute's bounds again
+            tallies = list(self._tallies)
+        for tally in tallies:
+            tally.end = 0.0  # its next run finds the minute's bounds again
 
     async def run(self, client: AsyncWorqr) -> None:
         """Flush every `FLUSH_EVERY` seconds until cancelled."""

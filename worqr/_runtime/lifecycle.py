@@ -4,7 +4,7 @@
 `Lifecycle` owns the event loop's side of a run: the stop events, the join (each
 step retried until Redis answers, abandoned if a stop comes first), the tasks of
 running processes, and the drain. `Worker` supplies what runs in between: the
-six abstract methods below, the contract between the two.
+seven abstract methods below, the contract between the two.
 """
 
 from __future__ import annotations
@@ -92,6 +92,11 @@ class Lifecycle(ABC):
     def _forget_unfinished(self) -> None:
         """After the drain: let go of the processes still running (deregistering
         gives their tasks back)."""
+
+    @abstractmethod
+    async def _before_close(self, client: AsyncWorqr) -> None:
+        """After the drain and the loops, before the client closes (the last
+        write of what the run counted)."""
 
     @abstractmethod
     def _shutdown_executor(self) -> None:
@@ -188,6 +193,7 @@ class Lifecycle(ABC):
             await asyncio.gather(*loops, return_exceptions=True)
             for signum in signals:
                 loop.remove_signal_handler(signum)
+            await self._before_close(client)
             await self._close(client)
         if cancelled:
             raise asyncio.CancelledError

@@ -375,13 +375,12 @@ class Worker(HandlerRegistry, Lifecycle):
             probes, self._probes = self._probes, None
             probes.close()
 
-    async def _close(self, client: AsyncWorqr) -> None:
+    async def _before_close(self, client: AsyncWorqr) -> None:
         task, self._history_task = self._history_task, None
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
             await self._history.last_flush(client)
-        await super()._close(client)
 
     def _more_to_wait_for(self) -> set[asyncio.Future[Any]]:
         drained = None if self._lanes is None else self._lanes.drained()
