@@ -1,9 +1,9 @@
 """The worker's side of the metrics history: a `Hooks` that tallies job runs by
 queue and minute in memory, and the loop that adds the tallies to Redis.
 
-Per run the hooks cost a clock read, the calling thread's own lock (a tally
-per thread: handler threads never wait for each other), a dict lookup and, at
-its end, a bisect over the fixed bucket bounds. The
+Per run the hooks cost a clock read, a dict lookup in the calling thread's own
+tally (no lock: only that thread writes it, and the flush sends what grew
+since it last read) and, at its end, a bisect over the fixed bucket bounds. The
 flush runs on the worker's loop every `FLUSH_EVERY` seconds: one script call
 per queue that ran jobs since the last one (at full drain, thousands of jobs
 per call), plus a last one when the worker stops.
@@ -54,29 +54,36 @@ Tally = dict[tuple[str, int], list[int]]
 """(queue, minute start on Redis's clock) -> row (`history_model.WIDTH` cells)."""
 
 
+PRUNE_AFTER = 60.0
+"""Seconds after its minute ended that a thread's row is dropped (its last
+counts sent): no thread writes a past minute's row (one that turned to the new
+minute got a new row), unless stalled that long between its read and its write."""
+
+
 def _add(into: Tally, rows: Tally) -> None:
     for key, row in rows.items():
         mine = into.get(key)
         if mine is None:
-            into[key] = row
+            into[key] = list(row)
         else:
             for i, n in enumerate(row):
                 mine[i] += n
 
 
 class _ThreadTally:
-    """One thread's tally. Its lock is taken by that thread per run and by the
-    flush once a second, so it is never contended the way one lock shared by
-    every handler thread would be."""
+    """One thread's counts: only that thread writes them, and only by adding,
+    so the hooks take no lock. The flush reads them (a copy of a row, or of
+    the dict of rows, is one step for the interpreter: never half written) and
+    sends what grew since it last read (``sent``, the flush's own)."""
 
-    __slots__ = ("end", "lock", "minute", "rows", "start", "today")
+    __slots__ = ("end", "minute", "rows", "sent", "start", "today")
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
         self.rows: Tally = {}
         self.today: dict[str, list[int]] = {}  # the current minute's rows by queue (in rows)
         self.minute = 0
         self.start = self.end = 0.0  # the minute's bounds on this host's clock
+        self.sent: Tally = {}
 
 
 class HistoryRecorder(Hooks):
@@ -84,40 +91,37 @@ class HistoryRecorder(Hooks):
 
     def __init__(self) -> None:
         self._local = threading.local()
-        self._lock = threading.Lock()  # the list of tallies, and the kept rows
+        self._lock = threading.Lock()  # the list of tallies (a thread's first run adds to it)
         self._tallies: list[_ThreadTally] = []
-        self._kept: Tally = {}  # a failed flush's rows, for the next one
+        self._kept: Tally = {}  # a failed flush's counts, for the next one (the flush's own)
         self.offset = 0.0  # Redis's clock minus this host's, as of the last write
 
-    def _mine(self) -> _ThreadTally:
+    def _row(self, queue: str) -> list[int]:
+        """This thread's row of ``queue`` for the current minute: most runs need
+        no lock, no division and no new object."""
         try:
             tally: _ThreadTally = self._local.tally
         except AttributeError:
             tally = self._local.tally = _ThreadTally()
             with self._lock:
                 self._tallies.append(tally)
-        return tally
-
-    def _row(self, tally: _ThreadTally, queue: str) -> list[int]:
-        """The queue's row of the current minute (under ``tally.lock``): most
-        runs need no division and no new tuple."""
         now = time.time()
-        if not tally.start <= now < tally.end:
+        if tally.start <= now < tally.end:
+            row = tally.today.get(queue)
+            if row is not None:
+                return row
+        else:
             server = now + self.offset
             tally.minute = int(server) - int(server) % 60
             tally.start = tally.minute - self.offset
             tally.end = tally.start + 60
             tally.today = {}
-        row = tally.today.get(queue)
-        if row is None:
-            row = tally.rows.setdefault((queue, tally.minute), [0] * WIDTH)
-            tally.today[queue] = row
+        row = tally.rows.setdefault((queue, tally.minute), [0] * WIDTH)
+        tally.today[queue] = row
         return row
 
     def on_job_run_started(self, run: JobRun) -> None:
-        tally = self._mine()
-        with tally.lock:
-            self._row(tally, run.queue)[_STARTED] += 1
+        self._row(run.queue)[_STARTED] += 1
 
     def on_job_run_ended(
         self, run: JobRun, outcome: str, seconds: float, error: BaseException | None
@@ -125,30 +129,34 @@ class HistoryRecorder(Hooks):
         column = _COLUMN.get(outcome)
         if column is None:
             return  # returned, fenced: no end of the job's run here
-        bucket = min(_FIRST_BUCKET + bisect_left(BOUNDS, seconds), _LAST_BUCKET)
-        tally = self._mine()
-        with tally.lock:
-            row = self._row(tally, run.queue)
-            row[column] += 1
-            row[bucket] += 1
+        row = self._row(run.queue)
+        row[column] += 1
+        row[min(_FIRST_BUCKET + bisect_left(BOUNDS, seconds), _LAST_BUCKET)] += 1
 
     def take(self) -> Tally:
-        """The tallies so far, every thread's; the recorder starts new ones."""
+        """What every thread counted since the last take (and what a failed
+        flush kept); rows of minutes long past are dropped once sent."""
+        taken, self._kept = self._kept, {}
         with self._lock:
-            taken, self._kept = self._kept, {}
             tallies = list(self._tallies)
+        stale = time.time() + self.offset - 60 - PRUNE_AFTER
         for tally in tallies:
-            with tally.lock:
-                rows, tally.rows, tally.today = tally.rows, {}, {}
-            _add(taken, rows)
+            for key, row in list(tally.rows.items()):
+                now, before = list(row), tally.sent.get(key)
+                grown = now if before is None else [a - b for a, b in zip(now, before, strict=True)]
+                if any(grown):
+                    _add(taken, {key: grown})
+                    tally.sent[key] = now
+                if key[1] < stale:
+                    del tally.rows[key]
+                    tally.sent.pop(key, None)
         return taken
 
     def give_back(self, taken: Tally) -> None:
-        """Tallies a flush could not write, for the next one; those past the
+        """Counts a flush could not write, for the next one; those past the
         history's retention are dropped."""
         oldest = time.time() + self.offset - TEN_MINUTES.keep
-        with self._lock:
-            _add(self._kept, {key: row for key, row in taken.items() if key[1] >= oldest})
+        _add(self._kept, {key: row for key, row in taken.items() if key[1] >= oldest})
 
     async def sync_clock(self, client: AsyncWorqr) -> None:
         """Estimate Redis's clock before the first runs are tallied."""
@@ -184,7 +192,7 @@ class HistoryRecorder(Hooks):
         with self._lock:
             tallies = list(self._tallies)
         for tally in tallies:
-            tally.end = 0.0  # its next run finds the minute's bounds again
+            tally.end = 0.0  # its thread's next run finds the minute's bounds again
 
     async def run(self, client: AsyncWorqr) -> None:
         """Flush every `FLUSH_EVERY` seconds until cancelled."""
