@@ -8,6 +8,7 @@ their tasks to the front of the queue.
 from ._clients.async_client import AsyncWorqr
 from ._clients.sync_client import Worqr
 from ._core.groups import GroupInfo
+from ._core.history_model import HistoryPoint
 from ._core.limits import QueueLimits
 from ._dedup import Dedup
 from ._errors import (
@@ -51,6 +52,7 @@ __all__ = [
     "FlowJob",
     "FlowRef",
     "GroupInfo",
+    "HistoryPoint",
     "Hooks",
     "JobCancelledError",
     "JobContext",

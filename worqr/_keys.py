@@ -341,6 +341,12 @@ class QueueKeys:
         """Channel of job notifications for waiters: `done:<id>`, `progress:<id>`."""
         return f"{self.tag}:notify"
 
+    def history(self, block: str) -> str:
+        """Hash: one block of the metrics history (``<step>:<start>``, e.g. the
+        minutes of one hour), field = the point's index in the block; expires by
+        its own TTL (`worqr._core.history`)."""
+        return f"{self.tag}:history:{block}"
+
 
 @dataclass(frozen=True, slots=True)
 class MeshKeys:

@@ -54,6 +54,7 @@ COMMANDS: Final[Mapping[str, str]] = {
     "flow": "worqr._cli.flows:flow",
     "status": "worqr._cli.status:status",
     "top": "worqr._cli.top:top",
+    "history": "worqr._cli.history:history",
     "redis": "worqr._cli.redis_server:run_redis",
     "exporter": "worqr._cli.exporter:exporter",
     "demo": "worqr._demo.run:run_demo",

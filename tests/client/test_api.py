@@ -46,7 +46,8 @@ def tasks(wq: worqr.Worqr, queue: str, count: int) -> list[str | bytes]:
 def test_every_public_method_of_worqr_is_exercised_in_this_file() -> None:
     """Guards the coverage promise of this file (and, for the job methods,
     tests/jobs/: submit, lifecycle, flows, schedules, limits, pause, groups and
-    bulk): a new public method of Worqr makes this test fail until a test calls it."""
+    bulk; and tests/history/): a new public method of Worqr makes this test fail
+    until a test calls it."""
     jobs = Path(__file__).resolve().parent.parent / "jobs"
     homes = (
         "test_submit",
@@ -58,9 +59,10 @@ def test_every_public_method_of_worqr_is_exercised_in_this_file() -> None:
         "test_groups",
         "test_bulk",
     )
+    history = sorted((jobs.parent / "history").glob("test_*.py"))  # get_history
     text = "\n".join(
         path.read_text("utf-8")
-        for path in (Path(__file__), *(jobs / f"{home}.py" for home in homes))
+        for path in (Path(__file__), *(jobs / f"{home}.py" for home in homes), *history)
     )
     public = [name for name in dir(worqr.Worqr) if not name.startswith("_")]
     missing = [name for name in public if not re.search(rf"\.{name}\b", text)]

@@ -28,7 +28,14 @@ from typing import Any
 
 import pytest
 
-from worqr._core import bulk_scripts, flow_scripts, job_logs_scripts, job_scripts, scripts
+from worqr._core import (
+    bulk_scripts,
+    flow_scripts,
+    history_scripts,
+    job_logs_scripts,
+    job_scripts,
+    scripts,
+)
 from worqr._core.calls import Call
 from worqr._core.lua import (
     include_order,
@@ -83,7 +90,7 @@ def block_members(slot: Slot) -> list[str]:
     return [role for _, role in members]
 
 
-MODULES = (scripts, job_scripts, flow_scripts, bulk_scripts, job_logs_scripts)
+MODULES = (scripts, job_scripts, flow_scripts, bulk_scripts, job_logs_scripts, history_scripts)
 
 
 def defined_builders() -> list[str]:
@@ -143,8 +150,10 @@ def expected_key(slot: Slot, arguments: dict[str, Any]) -> list[str]:
         return members
     if not callable(role):
         return [role]
-    if slot.variadic:  # one key per worker id of the builder's sequence parameter
-        (workers,) = [v for v in arguments.values() if isinstance(v, list)]
+    if slot.variadic:  # one key per item of the builder's sequence of names
+        (workers,) = [
+            v for v in arguments.values() if isinstance(v, list) and isinstance(v[0], str)
+        ]
         return [role(worker) for worker in workers]
     return [role(arguments["worker"] if "worker" in arguments else arguments["id"])]
 

@@ -39,6 +39,7 @@ READS: list[tuple[str, dict[str, str]]] = [
     ("/ui/api/job", {"queue": JOBS, "id": JOB_ID}),
     ("/ui/api/failed", {"queue": JOBS}),
     ("/ui/api/groups", {"queue": JOBS}),
+    ("/ui/api/history", {"queue": JOBS, "since": "8h"}),
 ]
 MUTATIONS: list[tuple[str, dict[str, str]]] = [
     ("/ui/api/retry", {"queue": JOBS, "id": JOB_ID}),  # queued: a no-op when allowed
@@ -55,6 +56,8 @@ PAGES = [
     f"/ui/job?queue={JOBS}&id={JOB_ID}",
     "/ui/static/view.js",
     "/ui/static/view.css",
+    "/ui/static/charts.js",
+    "/ui/static/vendor/uplot/uPlot.iife.min.js",
 ]
 
 # (headers, query parameters) that must not pass for the token.

@@ -28,6 +28,7 @@ from .base import (
 )
 from .group_parser import add_groups_command
 from .health import add_health_options
+from .history_parser import add_history_command
 from .http_parser import add_http_command
 from .isolation_options import add_isolation_options
 from .job_parser import add_job_commands
@@ -326,6 +327,7 @@ def build(version: str) -> Parser:
     add_pause_commands(commands)
     add_groups_command(commands)
     _add_views(commands)
+    add_history_command(commands)
     _add_tools(commands)
     add_http_command(commands)
     return parser

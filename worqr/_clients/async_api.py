@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from .._core import Callback
 from .._core.groups import GroupInfo
+from .._core.history_model import HistoryPoint
 from .._core.limits import UNSET, Keep, QueueLimits
 from .._process import Process
 from .async_job_api import AsyncJobApi
@@ -185,6 +186,13 @@ class AsyncApi(AsyncJobApi):
         failed, poisoned, cancelled, recovered, released, stopped, redriven,
         purged, purged_by_cap, rate_limited."""
         return await self._drive(self._core.reads.get_stats(queue))
+
+    async def get_history(self, queue: str, *, since: float = 3600.0) -> list[HistoryPoint]:
+        """The metrics history of job queue ``queue`` (docs/history.md): its
+        points that start at or after now - ``since`` seconds on Redis's clock
+        (at most 72 hours), oldest first, empty ones left out; one a minute up
+        to 8 hours back, one per ten minutes beyond."""
+        return await self._drive(self._core.history.read(queue, since))
 
     async def workers_alive(self, worker_ids: Iterable[str]) -> list[bool]:
         """Whether each worker's lease currently exists."""

@@ -332,6 +332,14 @@ class AsyncInternals:
         self.core = client._core
         self._drive = client._drive
 
+    async def record_history(self, queue: str, tallies: list[tuple[int, str]]) -> float:
+        """Add a worker's tallies to the queue's metrics history; Redis's clock."""
+        return await self._drive(self.core.history.record(queue, tallies))
+
+    async def server_time(self) -> float:
+        """Redis's clock, in epoch seconds."""
+        return await self._drive(self.core.history.server_time())
+
     async def queue_kind(self, queue: str) -> str:
         """ "jobs" or "tasks", as the queue's config says (tasks when unknown)."""
         return await self._drive(self.core.kinds.of(queue))

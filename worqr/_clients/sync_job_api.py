@@ -334,6 +334,14 @@ class SyncInternals:
         self.core = client._core
         self._drive = client._drive
 
+    def record_history(self, queue: str, tallies: list[tuple[int, str]]) -> float:
+        """Add a worker's tallies to the queue's metrics history; Redis's clock."""
+        return self._drive(self.core.history.record(queue, tallies))
+
+    def server_time(self) -> float:
+        """Redis's clock, in epoch seconds."""
+        return self._drive(self.core.history.server_time())
+
     def queue_kind(self, queue: str) -> str:
         """ "jobs" or "tasks", as the queue's config says (tasks when unknown)."""
         return self._drive(self.core.kinds.of(queue))

@@ -12,6 +12,7 @@ from .dead_letters import DeadLetters
 from .deletion import QueueDeletion
 from .flows import Flows
 from .groups import Groups
+from .history import History
 from .job_logs import JobLogs
 from .jobs_read import JobReads
 from .jobs_submit import JobSubmission
@@ -62,6 +63,7 @@ class Core:
         self.pausing = Pausing(state, kinds, submission)
         self.groups = Groups(state, kinds)
         self.job_logs = JobLogs(state, kinds)
+        self.history = History(state)
 
 
 __all__ = ["Callback", "Core"]

@@ -4,7 +4,7 @@
 `Lifecycle` owns the event loop's side of a run: the stop events, the join (each
 step retried until Redis answers, abandoned if a stop comes first), the tasks of
 running processes, and the drain. `Worker` supplies what runs in between: the
-six abstract methods below, the contract between the two.
+seven abstract methods below, the contract between the two.
 """
 
 from __future__ import annotations
@@ -97,11 +97,18 @@ class Lifecycle(ABC):
         gives their tasks back)."""
 
     @abstractmethod
+    async def _before_close(self, client: AsyncWorqr) -> None:
+        """After the drain and the loops, before the client closes (the last
+        write of what the run counted)."""
+
+    @abstractmethod
     def _shutdown_executor(self) -> None:
         """At the end of a run: stop the handler threads and timers, drop the run's parts."""
 
-    async def _after_close(self) -> None:  # noqa: B027 - optional: most runs close nothing more
-        """What a run closes last, once its handlers ended and it deregistered."""
+    @abstractmethod
+    async def _after_close(self) -> None:
+        """What a run closes last, once its handlers ended and it deregistered
+        (the isolated handlers' children)."""
 
     def _more_to_wait_for(self) -> set[asyncio.Future[Any]]:
         """Handlers a drain waits for besides the tracked tasks (lanes')."""
@@ -204,6 +211,7 @@ class Lifecycle(ABC):
             await asyncio.gather(*loops, return_exceptions=True)
             for signum in signals:
                 loop.remove_signal_handler(signum)
+            await self._before_close(client)
             await self._close(client)
         if cancelled:
             raise asyncio.CancelledError

@@ -28,6 +28,7 @@ from .acks import Acknowledger
 from .burst import Burst, refuse_persistent
 from .capacity import Capacity
 from .dispatch import Dispatcher
+from .history import HistoryRecorder
 from .isolation.pool import ChildPool, PoolSettings
 from .isolation.targets import target_of
 from .job_outcomes import JobOutcomes
@@ -114,6 +115,9 @@ class Worker(HandlerRegistry, Lifecycle):
         self._hooks = HookList()
         for each in hooks:
             self._hooks.add(each)
+        self._history = HistoryRecorder()  # the metrics history (docs/history.md)
+        self._hooks.add(self._history)
+        self._history_task: asyncio.Task[None] | None = None
         self._wanted: dict[str, asyncio.Event] = {}
         self._client: AsyncWorqr | None = None
         self._dispatch: Dispatcher | None = None
@@ -342,6 +346,8 @@ class Worker(HandlerRegistry, Lifecycle):
         wait = self._burst_wait
         burst = [] if wait is None else [self._start_burst(client, wait)]
         watch = asyncio.create_task(self._dispatch.watch(), name="worqr-watch")
+        # Not among the loops: it outlives the drain, for the last runs' counts (_close).
+        self._history_task = asyncio.create_task(self._history.run(client), name="worqr-history")
         return [*pullers, *burst, fence, watch]
 
     def _start_burst(self, client: AsyncWorqr, wait: float) -> asyncio.Task[None]:
@@ -439,6 +445,13 @@ class Worker(HandlerRegistry, Lifecycle):
         if self._probes is not None:
             probes, self._probes = self._probes, None
             probes.close()
+
+    async def _before_close(self, client: AsyncWorqr) -> None:
+        task, self._history_task = self._history_task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await self._history.last_flush(client)
 
     def _more_to_wait_for(self) -> set[asyncio.Future[Any]]:
         drained = None if self._lanes is None else self._lanes.drained()

@@ -31,7 +31,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from .._clients.async_client import AsyncWorqr
-from . import bulk, groups, jobs, limits, queues
+from . import bulk, groups, history, jobs, limits, queues
 from .config import DEFAULT_MAX_BODY_BYTES, EVENTS_INTERVAL, HttpConfig
 from .errors import EXCEPTION_HANDLERS
 from .openapi import openapi_route
@@ -45,6 +45,7 @@ OPERATIONS: list[Operation] = [
     *queues.OPERATIONS,
     *limits.OPERATIONS,
     *groups.OPERATIONS,
+    *history.OPERATIONS,
 ]
 """Every operation of the API: the routes and the OpenAPI document come from these."""
 

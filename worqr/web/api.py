@@ -40,6 +40,7 @@ from ..http.replies import PausedReply, PurgedReply, RedrivenReply
 from ..http.rules import CURSOR_PATTERN
 from ..http.views import queue_kind
 from . import reads
+from .history import read_history, since_of
 from .reads import JOB_PAGE_LOG_LINES
 from .recoveries import RecoveryLog
 
@@ -193,6 +194,15 @@ async def _failed(request: Request) -> Response:
     return reply(await reads.dead_letters(client, name, kind, show_payloads=show_payloads(request)))
 
 
+async def _history(request: Request) -> Response:
+    """The charts' data: ``?queue=Q&since=S``, or every queue's summed without ``queue``."""
+    params = request.query_params
+    since = since_of(params.get("since", "3600"))
+    name = params.get("queue")
+    queue = None if name is None else await known_queue(request, name)
+    return reply(await read_history(client_of(request), queue, since))
+
+
 def _job_action(act: Callable[[AsyncWorqr, str, str], Awaitable[bool]]) -> Handler:
     """A button on a job (retry, cancel): ``{"done": false}`` when it did
     nothing (the API answers 409 or 404 there, with the reason; the button
@@ -269,6 +279,7 @@ def api_routes(read_guard: Guard, guard: Guard, log: RecoveryLog) -> list[Route]
         "groups": _groups,
         "job": _job,
         "failed": _failed,
+        "history": _history,
     }
     changing = {
         "retry": _job_action(AsyncWorqr.retry_job),

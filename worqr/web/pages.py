@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from .._jobs import LISTED_STATES
+from .history import history_section
 from .reads import JOB_PAGE_LOG_LINES
 
 HEADERS = {
@@ -83,7 +84,10 @@ def _frame(page: str, title: str, crumbs: str, body: str, data: dict[str, str]) 
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{escape(title)} - worqr</title>
 <link rel="stylesheet" href="/ui/static/view.css">
+<link rel="stylesheet" href="/ui/static/vendor/uplot/uPlot.min.css">
 <script src="/ui/static/view.js" defer></script>
+<script src="/ui/static/vendor/uplot/uPlot.iife.min.js" defer></script>
+<script src="/ui/static/charts.js" defer></script>
 </head>
 <body data-page="{page}"{attributes}>
 <header>
@@ -117,6 +121,7 @@ async def overview_page(request: Request) -> Response:
 {_table("queues", QUEUE_COLUMNS, "no queues yet")}
 <p class="muted">Rates are per second between two polls; recovered counts tasks and jobs of dead
 workers returned to their queue, since the queue was made.</p></section>
+{history_section("all queues")}
 <section><h2>Workers</h2>
 {_table("workers", ("worker", "alive", "host", "pid", "in process", "queues"), "no workers")}
 </section>
@@ -138,6 +143,7 @@ async def queue_page(request: Request) -> Response:
 <p id="limits" hidden></p>
 <p id="pausing" hidden><button id="pause" type="button" class="act">pause</button>
 <span id="pause-result" class="muted"></span></p></section>
+{history_section("this queue")}
 <section id="groups-section" hidden><h2>Groups <span class="muted">(fair share: one job
 of each group in turn)</span></h2>
 {_table("groups", GROUP_COLUMNS, "loading...")}
