@@ -125,3 +125,38 @@ def test_a_flows_steps_and_children_run_in_its_submits_trace(mesh: Mesh, spans_d
             run = by_job[job_id]
             assert (run.trace_id, run.parent_id) == (send.trace_id, send.span_id)
     assert len({s.trace_id for s in sends}) == 2  # each submit: a trace of its own
+
+
+def test_each_fire_of_a_schedule_starts_a_trace_of_its_own(mesh: Mesh, spans_dir: Path) -> None:
+    mesh.start(processes=1)
+    with trace.get_tracer("test").start_as_current_span("request") as request:
+        mesh.client.schedule("step", "tick", every=0.2, payload="t")
+    runs = spans_of(spans_dir, 2, kind="CONSUMER")
+    assert all(run.parent_id is None for run in runs)  # roots, not the request's
+    assert len({run.trace_id for run in runs}) == len(runs)
+    assert f"{request.get_span_context().trace_id:032x}" not in {run.trace_id for run in runs}
+    assert all(run.attributes["messaging.message.id"].startswith("cron:tick:") for run in runs)
+    mesh.client.unschedule("step", "tick")
+
+
+def test_runs_rate_limited_or_cancelled_say_so_in_an_event(mesh: Mesh, spans_dir: Path) -> None:
+    mesh.start(processes=1)
+    limited = mesh.client.submit("limited", SECRET)
+    assert mesh.client.result("limited", limited.id, timeout=15) == "limited"
+    held = mesh.client.submit("held", SECRET)
+    wait_until(lambda: mesh.events("started", held.id), message="the held job's start")
+    assert mesh.client.cancel_job("held", held.id)
+    runs = spans_of(spans_dir, 3, kind="CONSUMER")
+    outcomes = {
+        (run.name, run.attributes["worqr.job.outcome"]): (
+            [e["name"] for e in run.events],
+            run.status,
+        )
+        for run in runs
+    }
+    assert outcomes == {
+        ("process limited", "rate_limited"): (["worqr.rate_limited"], "UNSET"),
+        ("process limited", "finished"): ([], "UNSET"),
+        ("process held", "cancelled"): (["worqr.cancelled"], "UNSET"),
+    }
+    assert SECRET not in raw_text(spans_dir)

@@ -8,6 +8,7 @@ Each start is recorded as ``"started <job id> <pid> <attempt>"`` on the Redis li
 - "flaky": raises (quoting its payload) on its first attempt, returns after;
 - "held": waits until the key ``<record>:release`` exists, then returns;
 - "step": returns its payload with "+" appended (flows);
+- "limited": raises `worqr.RateLimited` on its first start, returns after;
 - "nested": opens a span of its own inside the run (it must nest under the run's).
 """
 
@@ -66,3 +67,16 @@ def step(payload: str) -> str:
 async def nested(payload: str) -> str:
     with trace.get_tracer("tracing_app").start_as_current_span("inside"):
         return "nested"
+
+
+@worker.job("limited")
+async def limited(payload: str) -> str:
+    await record("started")
+    client = redis.asyncio.Redis.from_url(worker.url or os.environ["WORQR_REDIS_URL"])
+    try:
+        events = await client.lrange(f"{RECORD}:events", 0, -1)
+    finally:
+        await client.aclose()
+    if sum(worqr.current_job().id.encode() in event for event in events) == 1:
+        raise worqr.RateLimited(0.1)
+    return "limited"
