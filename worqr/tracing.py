@@ -25,6 +25,7 @@ from ._tracing.otel import (
     TRACER,
     failed,
     parent_of,
+    recording,
 )
 
 __all__ = ["TracingHooks"]
@@ -50,11 +51,15 @@ class TracingHooks(Hooks):
     def __init__(self, tracer_provider: trace.TracerProvider | None = None) -> None:
         if tracer_provider is None:
             self._tracer = TRACER
+            self._recording = recording
         else:
             self._tracer = trace.get_tracer("worqr", tracer_provider=tracer_provider)
+            self._recording = _always
         self._spans: dict[str, trace.Span] = {}
 
     def on_job_run_started(self, run: JobRun) -> None:
+        if not self._recording():  # no SDK configured (yet): no span, no cost
+            return
         attributes: dict[str, Any] = {
             SYSTEM: "worqr",
             DESTINATION: run.queue,
@@ -88,3 +93,7 @@ class TracingHooks(Hooks):
         elif error is not None:
             failed(span, error)
         span.end()
+
+
+def _always() -> bool:
+    return True

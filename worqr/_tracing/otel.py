@@ -15,7 +15,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from .._version import __version__
@@ -58,15 +58,37 @@ def carrier_of(span: trace.Span) -> dict[str, str]:
     return carrier
 
 
+ROOT = Context()  # no parent: a span started in it begins a trace
+
+
 def parent_of(traceparent: str | None, tracestate: str | None) -> Context:
     """The context a run's span is a child of: its submit's, else none at all
-    (a new trace: a schedule's fire, a job submitted without tracing)."""
+    (a new trace: a schedule's fire, a job submitted without tracing). The
+    record's ``traceparent`` is one worqr wrote (version 00), so it is split
+    here rather than by the propagator, at a third of the cost per run."""
     if traceparent is None:
-        return Context()
-    headers = {"traceparent": traceparent}
-    if tracestate:
-        headers["tracestate"] = tracestate
-    return W3C.extract(headers, context=Context())
+        return ROOT
+    try:
+        _, trace_id, span_id, flags = traceparent.split("-")
+        parent = SpanContext(
+            int(trace_id, 16),
+            int(span_id, 16),
+            is_remote=True,
+            trace_flags=TraceFlags(int(flags, 16)),
+            trace_state=TraceState.from_header([tracestate]) if tracestate else None,
+        )
+    except ValueError:
+        return ROOT
+    if not parent.is_valid:
+        return ROOT
+    return trace.set_span_in_context(trace.NonRecordingSpan(parent), ROOT)
+
+
+def recording() -> bool:
+    """Whether the application set a tracer provider (an SDK's) that records:
+    without one, a span is a no-op and a worker skips making them."""
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
 
 
 class Send:
