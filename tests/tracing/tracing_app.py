@@ -15,7 +15,9 @@ Each start is recorded as ``"started <job id> <pid> <attempt>"`` on the Redis li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+from collections.abc import AsyncIterator
 
 import redis.asyncio
 from opentelemetry import trace
@@ -30,13 +32,22 @@ configure(os.environ["TRACE_DIR"])
 worker = worqr.Worker(concurrency=4, hooks=[TracingHooks()])
 
 
-async def record(event: str) -> None:
+@contextlib.asynccontextmanager
+async def connected() -> AsyncIterator[redis.asyncio.Redis]:
     client = redis.asyncio.Redis.from_url(worker.url or os.environ["WORQR_REDIS_URL"])
-    job = worqr.current_job()
     try:
-        await client.rpush(f"{RECORD}:events", f"{event} {job.id} {os.getpid()} {job.attempt}")
+        yield client
     finally:
         await client.aclose()
+
+
+async def record(event: str) -> int:
+    """Record ``event`` of the current job; returns how many starts it has had."""
+    job = worqr.current_job()
+    async with connected() as client:
+        await client.rpush(f"{RECORD}:events", f"{event} {job.id} {os.getpid()} {job.attempt}")
+        events = await client.lrange(f"{RECORD}:events", 0, -1)
+    return sum(event.startswith(b"started " + job.id.encode() + b" ") for event in events)
 
 
 @worker.job("flaky", backoff=0.05)
@@ -49,12 +60,9 @@ def flaky(payload: str) -> str:
 @worker.job("held")
 async def held(payload: str) -> str:
     await record("started")
-    client = redis.asyncio.Redis.from_url(worker.url or os.environ["WORQR_REDIS_URL"])
-    try:
+    async with connected() as client:
         while not await client.exists(f"{RECORD}:release"):  # noqa: ASYNC110 - polls Redis
             await asyncio.sleep(0.02)
-    finally:
-        await client.aclose()
     return "released"
 
 
@@ -71,12 +79,6 @@ async def nested(payload: str) -> str:
 
 @worker.job("limited")
 async def limited(payload: str) -> str:
-    await record("started")
-    client = redis.asyncio.Redis.from_url(worker.url or os.environ["WORQR_REDIS_URL"])
-    try:
-        events = await client.lrange(f"{RECORD}:events", 0, -1)
-    finally:
-        await client.aclose()
-    if sum(worqr.current_job().id.encode() in event for event in events) == 1:
+    if await record("started") == 1:
         raise worqr.RateLimited(0.1)
     return "limited"
