@@ -112,7 +112,9 @@ def test_a_flows_steps_and_children_run_in_its_submits_trace(mesh: Mesh, spans_d
             "step", "root", children=[worqr.FlowJob("step", "c0"), worqr.FlowJob("step", "c1")]
         )
     )
-    assert mesh.client.result("step", chain.jobs[-1][1], timeout=15) == "a++"
+    last = chain.jobs[-1][1]  # created once the first step finished
+    wait_until(lambda: mesh.client.get_job("step", last) is not None, message="the last step")
+    assert mesh.client.result("step", last, timeout=15) == "a++"
     assert mesh.client.result("step", tree.jobs[0][1], timeout=15) == "root+"
 
     sends = spans_of(spans_dir, 2, kind="PRODUCER")
