@@ -73,10 +73,11 @@ def test_a_job_that_fails_once_is_one_trace_of_its_submit_and_two_runs(
     assert SECRET not in exported and "not yet" not in exported  # no payload, no message
 
 
-def test_the_handlers_own_spans_nest_under_its_run(mesh: Mesh, spans_dir: Path) -> None:
+@pytest.mark.parametrize("queue", ["nested", "nested_sync"])
+def test_the_handlers_own_spans_nest_under_its_run(mesh: Mesh, spans_dir: Path, queue: str) -> None:
     mesh.start(processes=1)
-    ref = mesh.client.submit("nested", "x")
-    assert mesh.client.result("nested", ref.id, timeout=15) == "nested"
+    ref = mesh.client.submit(queue, "x")
+    assert mesh.client.result(queue, ref.id, timeout=15) == "nested"
     [run] = spans_of(spans_dir, 1, kind="CONSUMER")
     [inside] = spans_of(spans_dir, 1, name="inside")
     assert (inside.trace_id, inside.parent_id) == (run.trace_id, run.span_id)

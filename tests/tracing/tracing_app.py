@@ -9,7 +9,8 @@ Each start is recorded as ``"started <job id> <pid> <attempt>"`` on the Redis li
 - "held": waits until the key ``<record>:release`` exists, then returns;
 - "step": returns its payload with "+" appended (flows);
 - "limited": raises `worqr.RateLimited` on its first start, returns after;
-- "nested": opens a span of its own inside the run (it must nest under the run's).
+- "nested", "nested_sync": open a span of their own inside the run (it must nest
+  under the run's), on the event loop and on a handler thread.
 """
 
 from __future__ import annotations
@@ -73,6 +74,12 @@ def step(payload: str) -> str:
 
 @worker.job("nested")
 async def nested(payload: str) -> str:
+    with trace.get_tracer("tracing_app").start_as_current_span("inside"):
+        return "nested"
+
+
+@worker.job("nested_sync")
+def nested_sync(payload: str) -> str:
     with trace.get_tracer("tracing_app").start_as_current_span("inside"):
         return "nested"
 
