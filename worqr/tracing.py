@@ -9,6 +9,7 @@ given a `TracingHooks`::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import trace
@@ -46,9 +47,12 @@ class TracingHooks(Hooks):
     ``worqr.cancelled``, ``worqr.rate_limited``. Never a payload, result or
     error message.
 
-    ``tracer_provider``: the provider to use (default: the global one)."""
+    ``tracer_provider``: the provider to use (default: the global one, once the
+    application set it: a provider set after the worker started is used within
+    a second)."""
 
     def __init__(self, tracer_provider: trace.TracerProvider | None = None) -> None:
+        self._recording: Callable[[], bool]
         if tracer_provider is None:
             self._tracer = TRACER
             self._recording = recording
@@ -82,10 +86,12 @@ class TracingHooks(Hooks):
     def on_job_run_ended(
         self, run: JobRun, outcome: str, seconds: float, error: BaseException | None
     ) -> None:
-        _tracing.RUNS.pop(run.id, None)
+        if not self._spans:  # nothing traced (no SDK): no lookups
+            return
         span = self._spans.pop(run.id, None)
         if span is None:
             return
+        _tracing.RUNS.pop(run.id, None)
         span.set_attribute(OUTCOME, outcome)
         event = _EVENTS.get(outcome)
         if event is not None:

@@ -8,6 +8,7 @@ a job's handler. The trace context travels in the job's record as W3C
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -84,11 +85,32 @@ def parent_of(traceparent: str | None, tracestate: str | None) -> Context:
     return trace.set_span_in_context(trace.NonRecordingSpan(parent), ROOT)
 
 
-def recording() -> bool:
-    """Whether the application set a tracer provider (an SDK's) that records:
-    without one, a span is a no-op and a worker skips making them."""
-    provider = trace.get_tracer_provider()
-    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+class Recording:
+    """Whether the application set a global tracer provider (an SDK's): without
+    one a span is a no-op, and a worker skips making them. Asking OpenTelemetry
+    costs microseconds (it reads the environment), so until a provider is set
+    the answer is asked again at most every `RECHECK` seconds; once set, a
+    provider stays."""
+
+    RECHECK = 1.0
+
+    def __init__(self) -> None:
+        self.known = False
+        self.next_check = 0.0
+
+    def __call__(self) -> bool:
+        if self.known:
+            return True
+        now = time.monotonic()
+        if now < self.next_check:
+            return False
+        self.next_check = now + self.RECHECK
+        provider = trace.get_tracer_provider()
+        self.known = not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+        return self.known
+
+
+recording = Recording()
 
 
 class Send:
