@@ -39,6 +39,22 @@ class JobRun(Protocol):
     def recoveries(self) -> int:
         """How many earlier runs ended with their worker's death."""
 
+    @property
+    def id(self) -> str:
+        """This run's process id (unique per run)."""
+
+    @property
+    def traceparent(self) -> str | None:
+        """The W3C ``traceparent`` the job's submit left in its record, if any."""
+
+    @property
+    def tracestate(self) -> str | None:
+        """Its ``tracestate``, if any."""
+
+    @property
+    def lost_by(self) -> str | None:
+        """The dead worker this run follows, on the first run after a failover."""
+
 
 JOB_RUN_OUTCOMES = frozenset(
     {"finished", "retried", "rate_limited", "failed", "cancelled", "returned", "fenced"}

@@ -357,3 +357,8 @@ class JobProcess(Process):
     children: tuple[ChildOutcome, ...] | None = None
     """A flow parent's children as they ended (`current_job().children()`)."""
     child_policy: str | None = None
+    traceparent: str | None = None
+    """The W3C trace context its submit left in the record (worqr.tracing)."""
+    tracestate: str | None = None
+    lost_by: str | None = None
+    """The worker whose death returned the job, on the first run after that failover."""

@@ -1,11 +1,13 @@
 """The package's folders are its layers, and imports only go down.
 
     base      _checks, _errors, _keys, _settings, _process, _hooks, _jobs, _schedules, _flows,
-              _version, embedded*, _parent_death
+              _version, embedded*, _parent_death, _tracing
     _core     sans-I/O: plans, script builders, replies, cluster routing
     _clients  the two colours (Worqr, AsyncWorqr), connections, subscribers
     _runtime  the Worker
     metrics   Prometheus (the only package that imports prometheus_client)
+    tracing   OpenTelemetry's `TracingHooks` (with _tracing.otel, the only modules
+              that import opentelemetry)
     http      the HTTP API (`worqr http`, the optional extra worqr[http])
     _cli      the subcommands and the supervisor
     web       the web view (Starlette)
@@ -50,12 +52,14 @@ RANKS = {
     "embedded": 0,
     "embedded_cluster": 0,
     "_parent_death": 0,
+    "_tracing": 0,
     "_core": 1,
     "_clients": 2,
     "_runtime": 3,
     "metrics": 4,
     "http": 4,
     "testing": 4,
+    "tracing": 4,
     "_cli": 5,
     "web": 5,
     "_demo": 6,

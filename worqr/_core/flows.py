@@ -10,10 +10,11 @@ lists every job of a flow by (queue, id), so a flow is found by its id alone.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import _tracing
 from .._errors import JobNotFoundError
 from .._flows import FlowInfo, FlowJob, FlowRef, Step, chain_specs, compact, flow_state, tree_specs
 from .._jobs import JobInfo, ms, new_job_id
@@ -45,18 +46,24 @@ class Flows:
     def submit_chain(self, steps: Sequence[Step]) -> Plan[FlowRef]:
         """A chain of steps, each a job on its queue, run one after another."""
         flow_id = new_job_id()
+        made: list[dict[str, Any]] = []
         payload, options, flow, jobs = chain_specs(
-            flow_id, steps, self.producing.encode_task, job_options
+            flow_id, steps, self.producing.encode_task, _kept(made)
         )
-        return (yield from self._start(flow_id, "chain", jobs, payload, options, flow))
+        sending = _traced("submit_chain", jobs, made)
+        plan = self._start(flow_id, "chain", jobs, payload, options, flow)
+        return (yield from _tracing.around(sending, plan))
 
     def submit_flow(self, root: FlowJob) -> Plan[FlowRef]:
         """A tree of jobs: each parent runs once its children ended."""
         flow_id = new_job_id()
+        made: list[dict[str, Any]] = []
         payload, options, flow, jobs = tree_specs(
-            flow_id, root, self.producing.encode_task, job_options
+            flow_id, root, self.producing.encode_task, _kept(made)
         )
-        return (yield from self._start(flow_id, "tree", jobs, payload, options, flow))
+        sending = _traced("submit_flow", jobs, made)
+        plan = self._start(flow_id, "tree", jobs, payload, options, flow)
+        return (yield from _tracing.around(sending, plan))
 
     def _start(
         self,
@@ -164,3 +171,26 @@ class Flows:
             return (yield from self.get_flow(flow_id))
         except JobNotFoundError:
             return None
+
+
+def _kept(made: list[dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """`job_options`, keeping each job's options in ``made`` (`_traced` adds to them)."""
+
+    def options(**given: Any) -> dict[str, Any]:
+        made.append(job_options(**given))
+        return made[-1]
+
+    return options
+
+
+def _traced(
+    operation: str, jobs: list[tuple[str, str]], made: list[dict[str, Any]]
+) -> _tracing.Sending | None:
+    """A flow submit's PRODUCER span (on its first job's queue): every job of the
+    flow carries its context, so steps and children run in the submit's trace."""
+    sending = _tracing.traced(jobs[0][0], operation)
+    if sending is not None:
+        sending.name([jobs[0][1]])
+        for options in made:
+            options.update(sending.carrier)
+    return sending

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .. import _tracing
 from .._checks import MAX_EPOCH_SECONDS, count, flag, optional_count, optional_seconds
 from .._dedup import Dedup
 from .._errors import AmbiguousResultError, WorqrError, WrongQueueKindError
@@ -156,9 +157,7 @@ class JobSubmission:
     ) -> Plan[list[JobRef]]:
         """Create jobs in calls of at most `JobSettings.submit_chunk`; each call is
         atomic and resend-safe, the calls are not atomic together. ``dedup``: one
-        job (`submit`) without an id."""
-        state = self.state
-        keys = state.queue_keys(queue)
+        job (`submit`) without an id. Traced as one PRODUCER span (worqr.tracing)."""
         if isinstance(payloads, str | bytes):
             raise TypeError("submit_many takes an iterable of payloads, not one payload")
         data = [self.producing.encode_task(payload) for payload in payloads]  # all checked first
@@ -167,7 +166,29 @@ class JobSubmission:
             raise ValueError("give one id (or None) per payload")
         recorded = job_options(unique=unique, **options)
         recorded.update(dedup_options(dedup, wanted, unique=unique))
+        sending = _tracing.traced(queue, "submit_many" if ids is None else "submit")
+        return (
+            yield from _tracing.around(
+                sending, self._submit(queue, data, wanted, recorded, unique, sending)
+            )
+        )
+
+    def _submit(
+        self,
+        queue: str,
+        data: list[bytes],
+        wanted: list[str | None],
+        recorded: dict[str, Any],
+        unique: bool,
+        sending: _tracing.Sending | None,
+    ) -> Plan[list[JobRef]]:
+        state = self.state
+        keys = state.queue_keys(queue)
+        if sending is not None:  # the trace context: a record field, never the payload
+            recorded.update(sending.carrier)
         items = _items(data, wanted, recorded, unique=unique)
+        if sending is not None:
+            sending.name([item[0] for item in items])
         if not items:
             return []
         publish = yield from state.publishing()

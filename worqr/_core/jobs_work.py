@@ -172,6 +172,9 @@ class JobWork:
                         for i, q in enumerate(child_queues)
                     ),
                     child_policy=meta.get("cf"),
+                    traceparent=meta.get("tp"),
+                    tracestate=meta.get("ts"),
+                    lost_by=_lost_by(meta, int(reply[i + 4])),
                 )
             )
         return jobs
@@ -258,6 +261,12 @@ class JobWork:
             dropped_total += int(dropped)
             if int(remaining) == 0 or int(dropped) == 0:
                 return dropped_total
+
+
+def _lost_by(meta: dict[str, Any], attempt: int) -> str | None:
+    """The worker a failover took the job from, when this run is the first after it."""
+    worker = meta.get("lw")
+    return worker if worker is not None and meta.get("la") == attempt - 1 else None
 
 
 def _finish(finish: JobFinish) -> Finish:

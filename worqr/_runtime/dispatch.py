@@ -112,13 +112,15 @@ class Dispatcher(Hooks):
             timeout = self.jobs.timeout(process, spec)
             if timeout is not None:
                 running.deadline = loop.call_later(timeout, self._timed_out, running)
+        # The hooks hear of the start first: a thread may start the handler at once,
+        # and the run's span (tracing) must be there for it.
+        self.hooks.on_started(process.queue)
+        if isinstance(process, JobProcess):
+            self.hooks.on_job_run_started(process)
         inner = running.inner = launch(running, loop, self.threads, self.children)
         self.running[process.id] = running
         if not spec.persistent:
             self._counted.add(process.id)
-        self.hooks.on_started(process.queue)
-        if isinstance(process, JobProcess):
-            self.hooks.on_job_run_started(process)
         inner.add_done_callback(partial(self._ended, running))
         self._track(inner)  # a drain waits for the handler
 

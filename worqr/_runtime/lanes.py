@@ -33,6 +33,7 @@ from .._clients.outage import OutageLog
 from .._hooks import Hooks
 from .._jobs import JobProcess
 from .._process import Process
+from .._tracing import enter_run
 from .capacity import Capacity
 from .context import ProcessContext, set_current
 from .dispatch import Dispatcher
@@ -188,6 +189,7 @@ class Lanes:
             self._hooks.on_started(queue)
             if job is not None:
                 self._hooks.on_job_run_started(job)
+                enter_run(context, job.id)  # its span current in the handler (tracing)
             try:
                 end.returned(context.run(call_sync, spec.function, process.task))
             except BaseException as error:  # the outcome policy decides; the lane lives on

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from .._clients.lease import HANDLER_TASK_PREFIX
 from .._jobs import Backoff
 from .._process import Process
+from .._tracing import enter_run
 from .context import ProcessContext, Retry, current_process, set_current
 from .job_context import Fail, JobContext, set_current_job
 from .threads import HandlerThreads
@@ -186,6 +187,7 @@ def launch(
     context.run(set_current, running.context)
     if running.job is not None:
         context.run(set_current_job, running.job)
+        enter_run(context, running.process.id)  # its span current in the handler (tracing)
     function, task = running.spec.function, running.process.task
     if running.spec.isolated:
         assert children is not None

@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from .._errors import JobCancelledError, JobFailedError, WrongQueueKindError
 from .._jobs import TERMINAL
+from .._tracing import continued
 from .config import client_of, config_of
 from .errors import ApiError, bad_request, job_not_found
 from .models import ListJobsQuery, LogQuery, SubmitBody, WaitQuery
@@ -24,9 +25,11 @@ JOB = f"{JOBS}/{{id}}"
 
 async def submit(request: Request, queue: str, body: SubmitBody) -> Response:
     """Create a job: 201 with its id; 200 and ``duplicate: true`` when a live
-    job already has this id (or, with ``unique``, this payload)."""
+    job already has this id (or, with ``unique``, this payload). A W3C
+    ``traceparent`` header is continued (docs/tracing.md)."""
     try:
-        ref = await client_of(request).submit(queue, body.value(), **body.options())
+        with continued(request.headers):
+            ref = await client_of(request).submit(queue, body.value(), **body.options())
     except WrongQueueKindError:
         raise
     except (TypeError, ValueError) as error:  # raised before anything is written

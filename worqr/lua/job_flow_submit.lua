@@ -90,6 +90,7 @@ for i = first_job, #ARGV, 4 do
       l = life, n = member, c = now, a = 0, f = 0, r = 0, P = options.P or 0,
       R = options.R, B = options.B, T = options.T, k = options.k,
       g = flow.g, nx = flow.nx, pq = flow.pq, pi = flow.pi, pl = flow.pl, pn = flow.pn,
+      tp = options.tp, ts = options.ts,
     }
     redis.call('HSET', J.data, id, payload)
     if type(flow.c) == 'table' and #flow.c > 0 then

@@ -74,6 +74,7 @@ for _, pid in ipairs(newest_owned(owned, chunk)) do
     local record = load_job(J.jobs, id)
     if mode == 'fail' then
       record.r = record.r + 1
+      record.lw, record.la = worker, record.a  -- the next run's trace tells whose death it follows
     end
     if mode == 'fail' and max_recoveries >= 0 and record.r > max_recoveries then
       record.E = 'WorkerLost: recovered ' .. (record.r - 1) .. ' times'

@@ -15,7 +15,8 @@
 -- ARGV[4..n] jobs           four per job: id, nonce, payload, options JSON
 --                           (d delay ms | A at ms, P priority, u unique marker,
 --                           R retries, B backoff, T timeout ms, k result ttl ms,
---                           G group, D dedup key, M its mode, L its ttl ms)
+--                           G group, D dedup key, M its mode, L its ttl ms,
+--                           tp ts the trace context: W3C traceparent, tracestate)
 -- Reply: per job {id, created, state}: created 1 when this call created it (or a
 --   resend of the call that did), 0 for a duplicate (id: the live job's, which
 --   differs from the one asked for when a unique marker or dedup key matched);

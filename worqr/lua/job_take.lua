@@ -27,7 +27,8 @@
 --   over, cancelled, deleted), 2 already finished by this same pid (a resend).
 --   taken: flat, five per job: pid, entry, payload, the JSON field of its record
 --   (lib/jobs: f failures, r recoveries, v available ms, R retries, B backoff, T
---   timeout ms; a flow parent's cq and cf), this attempt's number. more: 1 when
+--   timeout ms; a flow parent's cq and cf; tp ts a trace context, lw la the
+--   worker last failed over and its attempt), this attempt's number. more: 1 when
 --   the take stopped at the skip budget with jobs maybe left (call again).
 --   refill: cron schedules low on fire times, six fields each (lib/schedule's
 --   refill_request): compute more, send job_sched_refill. ops: three per outbox

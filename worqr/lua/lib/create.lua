@@ -56,7 +56,8 @@ end
 --   a duplicate (created 0, the live job's id) and nothing is written; a
 --   terminal one starts a new life. The job is queued (due now) or delayed.
 --   options: d delay ms | A at ms, P priority, u unique marker, R retries,
---   B backoff, T timeout ms, k result ttl ms, G group (lib/group); from
+--   B backoff, T timeout ms, k result ttl ms, G group (lib/group), tp ts the
+--   submit's trace context (W3C traceparent, tracestate: the record keeps them); from
 --   lib/dedup, which rules on its marker itself: U a dedup key's mode (u its
 --   marker, which then names this job), w waiting (a keep_last follow-up: the
 --   marker names it once it is placed).
@@ -80,7 +81,7 @@ local function create_job(J, id, nonce, payload, options, now)
   record = {
     l = life, n = nonce, c = now, a = 0, f = 0, r = 0, P = options.P or 0,
     R = options.R, B = options.B, T = options.T, k = options.k, u = options.u, G = options.G,
-    U = options.U,
+    U = options.U, tp = options.tp, ts = options.ts,
   }
   redis.call('HSET', J.data, id, payload)
   local due = options.A or (now + (options.d or 0))

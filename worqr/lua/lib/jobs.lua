@@ -13,7 +13,9 @@
 --   y result type (s, b, n), z nonce of the cancel call, b nonce of the retry call;
 --   of a flow's jobs (lib/flow): g flow id, nx the chain's next steps, pq pi pl pn
 --   the parent's queue, id, life and this child's index, cn ch cf cq a parent's
---   children: count, not yet reported, failure policy, their queues.
+--   children: count, not yet reported, failure policy, their queues; tp ts the
+--   submit's trace context (W3C traceparent, tracestate); lw la the worker whose
+--   death last returned the job, and the attempt it was running.
 --   Hot: s l a t e X y p.
 -- Entries in the ready list, the priority and time zsets and `processes` are
 -- `id#life`; lives come from the queue's job_seq and never repeat.
