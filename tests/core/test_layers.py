@@ -194,7 +194,8 @@ FOREIGN_PRIVATE = {
     # A NamedTuple's own public method: the underscore only keeps it from field names.
     ("_cli/health_report.py", "report._asdict"),
     # A handler child whose worker died exits from its watcher thread, where
-    # `sys.exit` would end only that thread.
+    # `sys.exit` would end only that thread; a stopped one exits as soon as its
+    # handler unwound, without the interpreter's teardown the worker waits for.
     ("_runtime/isolation/child.py", "os._exit"),
 }
 

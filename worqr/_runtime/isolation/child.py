@@ -171,8 +171,12 @@ def main() -> None:
         return
     child.boot(boot[0])
     child.send({"t": "ready", "rss": child.memory.resident()})
-    while (frame := frames.read(frames_in)) is not None:
-        child.run(*frame)
+    try:
+        while (frame := frames.read(frames_in)) is not None:
+            child.run(*frame)
+    except SystemExit as stop:  # SIGTERM: the handler unwound; the worker waits for this exit
+        sys.stderr.flush()
+        os._exit(stop.code if isinstance(stop.code, int) else EXIT_ON_TERM)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The worker's side of isolation: a pool of handler children it owns.
 
-`ChildPool.start` starts ``size`` children ahead (one per concurrency slot),
-so that a job never waits for an interpreter to boot. `ChildPool.run` sends a
+`ChildPool.start` starts ``size`` children ahead (one per concurrency slot)
+and a spare, so that a job never waits for an interpreter to boot, not even
+right after a child was replaced. `ChildPool.run` sends a
 process to an idle child and waits for its answer, passing progress on. When
 the task running it is cancelled (a timeout, a cancel, a lost lease, the end
 of a grace period), the child is stopped, SIGTERM then SIGKILL after
@@ -37,6 +38,11 @@ from .targets import Target
 from .wire import process_header
 
 logger = logging.getLogger("worqr.child")
+
+SPARE_CHILDREN = 1
+"""Children started beyond one per slot: a job that comes while a stopped or
+worn child's replacement boots takes the spare instead of waiting for it (and
+its timeout does not run out meanwhile)."""
 
 REPLACE_BACKOFF = 1.0
 """Seconds between tries to start a replacement that failed to boot."""
@@ -202,7 +208,7 @@ class ChildPool:
 
     async def start(self) -> None:
         started = await asyncio.gather(
-            *(self._start_one() for _ in range(self.settings.size)),
+            *(self._start_one() for _ in range(self.settings.size + SPARE_CHILDREN)),
             return_exceptions=True,
         )
         children = [each for each in started if isinstance(each, HandlerChild)]
