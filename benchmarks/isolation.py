@@ -12,8 +12,9 @@ the same concurrency) is a workload of the comparison:
 
 - **timeout**: jobs whose handler sleeps 5 s under a 0.2 s timeout, one at a
   time, 1 s apart (the stopped child's replacement boots meanwhile). Each
-  handler reports its child's pid first; the figure is the time from the timeout to that child's exit (watched with pidfd where there is
-  one, else polled every ms). Target: within 100 ms (plus the grace, unused
+  handler reports its child's pid first; the figure is the time from the
+  timeout to that child's exit (watched with pidfd where there is one, else
+  polled every ms). Target: within 100 ms (plus the grace, unused
   when the handler unwinds on SIGTERM, as a sleeping one does).
 - **leak**: 1,000 jobs each keeping 50 MB more in its child, with
   ``max_memory_per_child=200MB`` and concurrency 2. The figure is the peak
