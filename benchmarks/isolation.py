@@ -19,8 +19,8 @@ the same concurrency) is a workload of the comparison:
 - **leak**: 1,000 jobs each keeping 50 MB more in its child, with
   ``max_memory_per_child=200MB`` and concurrency 2. The figure is the peak
   resident memory of the worker process and its children together, sampled
-  every 50 ms. Target: bounded (children replaced, never past
-  concurrency x (limit + one job's 50 MB) plus the worker).
+  every 50 ms. Target: bounded (children replaced: never past (slots + the
+  spare + one closing) x (limit + one job's 50 MB), plus the worker).
 
 A worker runs in its own process (``worqr worker``), on a throwaway Redis.
 """
@@ -148,12 +148,15 @@ def bench_leak(url: str) -> None:
         worker.terminate()
         worker.wait(30)
     seconds = time.monotonic() - started
-    bound = CONCURRENCY * (LEAK_LIMIT + (LEAK_MB << 20))
+    # Each child holds at most the limit and one job's memory; there are one per
+    # slot, the spare, and one replaced child closing while its successor boots.
+    bound = (CONCURRENCY + 2) * (LEAK_LIMIT + (LEAK_MB << 20))
     print(
         f"leak: {LEAK_JOBS} jobs keeping {LEAK_MB} MB each ran in {len(children)} children "
         f"in {seconds:.0f} s; the worker and its children peaked at {peak[0] / 2**20:.0f} MB "
         f"resident ({samples[0]} samples; kept without replacement: "
-        f"{LEAK_JOBS * LEAK_MB / 1024:.0f} GB); bound {bound / 2**20:.0f} MB plus the worker"
+        f"{LEAK_JOBS * LEAK_MB / 1024:.0f} GB); bound (slots + spare + one closing) x "
+        f"(limit + one job): {bound / 2**20:.0f} MB plus the worker"
     )
 
 

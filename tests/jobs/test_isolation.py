@@ -92,22 +92,16 @@ def test_a_timeout_stops_the_child_before_the_attempt_fails_and_the_retry_starts
     running.start(worker)
     marker = tmp_path / "marker"
     ref = wq.submit("sleeper", f"1.5:{marker}", retries=1, backoff=0.01)
-
-    def child_of_attempt(attempt: int) -> int | None:
-        info = wq.get_job("sleeper", ref.id)
-        if info is None or info.attempts != attempt or not info.progress:
-            return None
-        return int(info.progress)
-
-    first = wait_until(lambda: child_of_attempt(1), message="the first attempt's child")
-    second = wait_until(lambda: child_of_attempt(2), message="the retry's child")
-    assert second != first
-    assert not alive(first)  # gone before the retry started: never two runs side by side
     with pytest.raises(worqr.JobFailedError, match=r"TimeoutError: ran past 0\.3 s"):
         wq.result("sleeper", ref.id, timeout=20)
+    first, second = (int(pid) for pid in Path(f"{marker}.pids").read_text().split())
+    assert first != second
+    # The retry's handler found the first attempt's child gone when it started:
+    # never two runs side by side.
+    assert not Path(f"{marker}.overlap").exists()
     info = wq.get_job("sleeper", ref.id)
     assert info is not None and info.ended is not None and info.started is not None
-    wait_until(lambda: not alive(second), message="the retry's child stopped")
+    wait_until(lambda: not alive(second) and not alive(first), message="both children stopped")
     # Each child slept 1.5 s and would then have written the marker: past that
     # time, it still has not, as neither child lived to.
     deadline = time.monotonic() + 2.0

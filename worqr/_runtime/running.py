@@ -17,6 +17,7 @@ from .._jobs import Backoff
 from .._process import Process
 from .._tracing import enter_run
 from .context import ProcessContext, Retry, current_process, set_current
+from .isolation.pool import Reports
 from .job_context import Fail, JobContext, set_current_job
 from .threads import HandlerThreads
 
@@ -191,9 +192,9 @@ def launch(
     function, task = running.spec.function, running.process.task
     if running.spec.isolated:
         assert children is not None
-        report = running.job.report if running.job is not None else _no_progress
-        log = running.job.write_log if running.job is not None else _no_progress
-        call = children.run(running.spec.queue, running.process, report, log)
+        job = running.job
+        reports = Reports(job.report, job.write_log) if job else Reports(_dropped, _dropped)
+        call = children.run(running.spec.queue, running.process, reports)
         return loop.create_task(call, context=context, name=running.spec.task_name)
     if running.spec.is_async:
         # Named for the lease thread's report of a blocked loop (no payload in it).
@@ -203,7 +204,7 @@ def launch(
     return threads.submit(context.run, call_sync, function, task)
 
 
-def _no_progress(value: bytes) -> None:
+def _dropped(value: bytes) -> None:
     """A task's handler has no progress to report nor log to write (only a job's has)."""
 
 

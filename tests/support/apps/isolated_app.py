@@ -38,13 +38,30 @@ def flaky(payload: str) -> str:
 
 
 def sleeper(payload: str) -> str:
-    """``<seconds>:<marker path>``: reports its child's pid as progress, sleeps,
-    then writes the marker (never, when its child is stopped first)."""
-    worqr.current_job().progress(str(os.getpid()))
+    """``<seconds>:<marker path>``: notes its child's pid in ``<marker>.pids``
+    (and ``<marker>.overlap`` when an earlier run's child is still alive then),
+    reports the pid as progress, sleeps, then writes the marker (never, when
+    its child is stopped first)."""
     seconds, _, marker = payload.partition(":")
+    if marker != "/dev/null":
+        pids = Path(f"{marker}.pids")
+        earlier = pids.read_text().split() if pids.exists() else []
+        if any(_alive(int(pid)) for pid in earlier):
+            Path(f"{marker}.overlap").write_text(" ".join(earlier))
+        with pids.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+    worqr.current_job().progress(str(os.getpid()))
     time.sleep(float(seconds))
     Path(marker).write_text(str(os.getpid()))
     return "slept"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def segfault(payload: str) -> str:

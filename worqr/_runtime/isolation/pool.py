@@ -28,7 +28,7 @@ import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..._errors import WorqrError
 from ..._process import Process
@@ -46,6 +46,14 @@ its timeout does not run out meanwhile)."""
 
 REPLACE_BACKOFF = 1.0
 """Seconds between tries to start a replacement that failed to boot."""
+
+
+class Reports(NamedTuple):
+    """Where a job's progress values and log lines from its child go (a task's
+    handler has neither: both drop them)."""
+
+    progress: Callable[[bytes], object]
+    log: Callable[[bytes], object]
 
 
 class ChildBootError(WorqrError):
@@ -121,16 +129,10 @@ class HandlerChild:
         assert self.process.stdin is not None
         await self.process.stdin.drain()
 
-    async def run(
-        self,
-        handler: str,
-        process: Process,
-        progress: Callable[[bytes], object],
-        log: Callable[[bytes], object],
-    ) -> Any:
+    async def run(self, handler: str, process: Process, reports: Reports) -> Any:
         """Run ``process`` with ``handler`` (a queue's name); the handler's return
         value, or what it raised. Its progress values and job log lines go to
-        ``progress`` and ``log`` as they come."""
+        ``reports`` as they come."""
         try:
             self._send(
                 {"t": "run", "handler": handler, "process": process_header(process)}, process.data
@@ -146,10 +148,10 @@ class HandlerChild:
             header, body = frame
             kind = header["t"]
             if kind == "progress":
-                progress(body)
+                reports.progress(body)
                 continue
             if kind == "job_log":
-                log(body)
+                reports.log(body)
                 continue
             self.jobs += 1
             self.rss = int(header.get("rss", 0))
@@ -221,16 +223,10 @@ class ChildPool:
     def _start_one(self) -> Awaitable[HandlerChild]:
         return HandlerChild.start(self.targets, memory=self.settings.max_memory is not None)
 
-    async def run(
-        self,
-        handler: str,
-        process: Process,
-        progress: Callable[[bytes], object],
-        log: Callable[[bytes], object],
-    ) -> Any:
+    async def run(self, handler: str, process: Process, reports: Reports) -> Any:
         child = await self._acquire()
         try:
-            return await child.run(handler, process, progress, log)
+            return await child.run(handler, process, reports)
         except asyncio.CancelledError:
             await _uncancellable(child.stop(self.settings.grace))
             raise
