@@ -46,7 +46,7 @@ def tasks(wq: worqr.Worqr, queue: str, count: int) -> list[str | bytes]:
 def test_every_public_method_of_worqr_is_exercised_in_this_file() -> None:
     """Guards the coverage promise of this file (and, for the job methods,
     tests/jobs/: submit, lifecycle, flows, schedules, limits, pause, groups and
-    bulk; and tests/history/): a new public method of Worqr makes this test fail
+    bulk, job logs; and tests/history/): a new public method of Worqr makes this test fail
     until a test calls it."""
     jobs = Path(__file__).resolve().parent.parent / "jobs"
     homes = (
@@ -58,6 +58,7 @@ def test_every_public_method_of_worqr_is_exercised_in_this_file() -> None:
         "test_pause",
         "test_groups",
         "test_bulk",
+        "test_job_logs",
     )
     history = sorted((jobs.parent / "history").glob("test_*.py"))  # get_history
     text = "\n".join(

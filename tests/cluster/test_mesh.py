@@ -217,6 +217,11 @@ def test_every_script_and_read_runs_on_the_cluster(make: Factory) -> None:
     flags, taken = client.complete("q", [], 1)
     assert flags == [] and len(taken) == 1
     assert client.complete("q", taken, 0) == ([True], [])
+    # The metrics history: a worker's flush (history_add) and a read (history_read).
+    minute = int(client.server_time()) // 60 * 60
+    client.internals.record_history("hq", [(minute, "1,1,0,0,0;3:1")])
+    (point,) = client.get_history("hq")
+    assert (point.time, point.started, point.finished) == (minute, 1, 1)
     client.stop_work("q")
     client.delete_queue("q")
     client.close()  # forget_worker

@@ -78,7 +78,11 @@ def keys(redis_client: redis.Redis, prefix: str) -> Callable[[], list[bytes]]:
 
 
 def make_job_worker(redis_url: str, prefix: str) -> worqr.Worker:
-    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, concurrency=8))
+    # No HTTP test fails a worker over: a lease of 5 s outlives a loaded machine's
+    # stalls, which with FAST's 1 s made the worker fence itself and hand a held
+    # job back to the queue mid-test.
+    steady = {"ttl": 5.0, "heartbeat": 0.5}
+    worker = worqr.Worker(redis_url, settings=worker_settings(prefix, steady, concurrency=8))
 
     @worker.job("work", retries=0, backoff=0.0)
     async def work(payload: str) -> str | bytes | None:
