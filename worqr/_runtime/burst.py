@@ -126,6 +126,8 @@ class Burst:
             due_by = await client.server_time() + self._wait
             for state in pending:
                 soonest, _ = await client.get_jobs(queue, state, limit=1)
-                if soonest and (soonest[0].due or 0.0) <= due_by:
+                # None left in that state since the counts were read: it moved on
+                # (promoted, maybe taken already), so look again next turn.
+                if not soonest or (soonest[0].due or 0.0) <= due_by:
                     return None
         return queued + counts["delayed"] + counts["retrying"]
