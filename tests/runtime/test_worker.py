@@ -16,6 +16,7 @@ from tests.support.recorders import HookCounter
 from tests.support.timing import FAST
 from tests.support.waiting import wait_until
 from tests.support.workers import Runner, WorkerFactory
+from worqr._runtime.running import RECANCEL_INTERVAL
 from worqr.embedded import EmbeddedRedis
 
 
@@ -154,6 +155,35 @@ def test_cancel_reaches_running_async_sync_and_persistent_handlers(
         assert client.get_failed(queue) == []
         # The acknowledgement cleared the worker's own record of the process too.
         assert client.count_worker_processes(queue, worker.worker_id or "") == 0
+
+
+def test_a_handler_that_swallows_a_cancel_is_cancelled_again_until_it_ends(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+) -> None:
+    started, swallowed, stopped = threading.Event(), threading.Event(), threading.Event()
+    worker = new_worker()
+
+    @worker.handler("q")
+    async def stubborn(task: str) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            swallowed.set()  # as a library that loses a cancel does (redis-py's asyncio client)
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+
+    runner.start(worker)
+    client.enqueue("q", "x")
+    wait_until(started.is_set, message="the handler's start")
+    assert client.cancel_tasks("q", "x") == 1
+    wait_until(stopped.is_set, timeout=RECANCEL_INTERVAL + 10, message="the second cancel")
+    assert swallowed.is_set()
+    wait_until(lambda: worker.in_flight == 0)
+    assert client.get_failed("q") == [] and client.count_processes("q") == 0
 
 
 def test_lease_loss_cancels_handlers_and_the_worker_carries_on(

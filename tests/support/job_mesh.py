@@ -62,6 +62,7 @@ class Mesh:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 kill_pids([self.process.pid])
+                self.process.wait(timeout=20)  # reaped: no zombie warns in a later test
         self.client.close()
         self.redis.close()
 

@@ -142,7 +142,7 @@ class Running:
         self.reason = reason
         self.context.cancelled.set()
         if self.spec.is_async:
-            self.inner.cancel()
+            _cancel_until_done(self.inner)
         return True
 
     def seconds(self) -> float:
@@ -173,6 +173,22 @@ class Running:
         if isinstance(error, Fail):
             return Outcome.FAILED_NOW, error
         return Outcome.FAILED, error
+
+
+RECANCEL_INTERVAL = 1.0
+"""Seconds between the cancels of a stopped async handler that has not ended."""
+
+
+def _cancel_until_done(task: HandlerOutcome) -> None:
+    """Cancel an async handler's task, and again each `RECANCEL_INTERVAL` until it
+    ends: code that swallows one CancelledError cannot keep a stopped handler
+    running. redis-py's asyncio client does, under Python 3.11's ``wait_for``
+    (cpython gh-86296, as `honour_cancel` says): a handler cancelled while it
+    polls Redis lost about half of them. Cleanup on cancel gets that long."""
+    if task.done():
+        return
+    task.cancel()
+    asyncio.get_running_loop().call_later(RECANCEL_INTERVAL, _cancel_until_done, task)
 
 
 def launch(
