@@ -145,12 +145,35 @@ def test_a_follow_up_placed_by_a_finish_that_takes_nothing_wakes_an_idle_worker(
     wait_until(lambda: redis_client.sismember(idle, worker.worker_id), timeout=10)
     assert redis_client.sismember(idle, holder.worker_id)  # its take drained the queue
     started = time.monotonic()
-    assert finish(holder, process)
-    # asking for nothing, the holder left the idle set: the wake-up went to the worker
+    [accepted], _, _ = holder.internals.take_jobs("q", [(process, "s", b"ok")], 0, full=True)
+    assert accepted
+    # with no room, the holder left the idle set: the wake-up went to the worker
     assert not redis_client.sismember(idle, holder.worker_id)
     assert producer.result("q", follow.id, timeout=10) == "ran v2"
     assert time.monotonic() - started < 5  # not a 30 s poll
     assert state(producer, first.id) == "finished"
+
+
+def test_a_finish_sent_alone_keeps_the_wake_up_its_last_take_asked_for(
+    make: Make, redis_client: redis.Redis, prefix: str
+) -> None:
+    """A worker with room sends a finish alone (count 0, not full: a lane that
+    passed its slot to another queue, a batch sent beside the takes): it stays
+    in the idle set its last take put it in, and the next job wakes it at once
+    (taken out, it waited for a poll: a flow's next step took 5 s)."""
+    producer, holder = make(), make(start=True)
+    producer.submit("q", "a")
+    [process] = take(holder)  # asked for 10, got 1: it wants a wake-up
+    keys = queue_keys(prefix, "q")
+    assert redis_client.sismember(keys.idle, holder.worker_id)
+    with redis_client.pubsub() as wakes:
+        wakes.subscribe(keys.wake(holder.worker_id or ""))
+        assert wakes.get_message(timeout=5) is not None  # subscribed
+        assert finish(holder, process)
+        assert redis_client.sismember(keys.idle, holder.worker_id)
+        producer.submit("q", "b")
+        woken = wait_until(lambda: wakes.get_message(timeout=0.1), message="a wake-up")
+        assert woken["data"] == b"work:1"
 
 
 # -- 3. dedup and groups -----------------------------------------------------------

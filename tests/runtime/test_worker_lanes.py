@@ -48,6 +48,47 @@ def test_an_idle_lane_starts_new_work_while_another_is_busy(
     wait_until(lambda: client.get_stats("q").get("finished") == 2)
 
 
+def test_a_finish_sent_alone_keeps_the_wake_up_of_its_job_queue(
+    runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
+) -> None:
+    """A lane whose job of "a" ends while "b" waits for a slot serves "b" and
+    sends the finish of "a" alone: the worker must stay in the idle set of "a"
+    (its take of "a" came back short), so the next job of "a" wakes it at once,
+    not at the next poll (a flow's next step waited 5 s on a loaded machine)."""
+    worker = new_worker({"poll_interval": 60}, concurrency=2, take_ahead=False)
+    ran: list[str] = []
+    holding, release = threading.Event(), threading.Event()
+
+    @worker.job("a")
+    def run_a(payload: str) -> None:
+        if payload == "first":  # its take asked for 2: short, the worker is idle on "a"
+            client.submit("c", "hold")
+            assert holding.wait(10)  # "c" holds the other slot
+            client.submit("b", "next")  # woken with no slot free: "b" is starved
+            capacity = worker._dispatch.capacity  # type: ignore[union-attr]
+            wait_until(lambda: capacity.starved("b"), message="the wake-up of b")
+        ran.append(f"a {payload}")
+
+    @worker.job("b")
+    def run_b(payload: str) -> None:
+        ran.append(f"b {payload}")
+
+    @worker.job("c")
+    def run_c(payload: str) -> None:
+        holding.set()
+        assert release.wait(20)
+
+    runner.start(worker)
+    try:
+        client.submit("a", "first")
+        wait_until(lambda: ran == ["a first", "b next"], message="a, then b on its slot")
+        client.submit("a", "second")
+        wait_until(lambda: len(ran) == 3, timeout=5.0, message="a wake-up, not a 60 s poll")
+        assert ran[2] == "a second"
+    finally:
+        release.set()
+
+
 def test_lane_handlers_run_on_lane_threads_with_their_context(
     runner: Runner, new_worker: WorkerFactory, client: worqr.Worqr
 ) -> None:

@@ -357,10 +357,11 @@ class AsyncInternals:
         await self._drive(self.core.job_work.mark_job_queue(queue))
 
     async def take_jobs(
-        self, queue: str, finished: list[JobFinish], count: int
+        self, queue: str, finished: list[JobFinish], count: int, *, full: bool = False
     ) -> tuple[list[bool], list[JobProcess], bool]:
-        """Finish ``finished`` and take up to ``count`` jobs (`JobWork.take_jobs`)."""
-        return await self._drive(self.core.job_work.take_jobs(queue, finished, count))
+        """Finish ``finished`` and take up to ``count`` jobs; ``full``: no room
+        for more (`JobWork.take_jobs`)."""
+        return await self._drive(self.core.job_work.take_jobs(queue, finished, count, full=full))
 
     async def fail_job(
         self, process: JobProcess, *, mode: str, delay: float, retries: int, error: str

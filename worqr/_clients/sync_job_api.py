@@ -359,10 +359,11 @@ class SyncInternals:
         self._drive(self.core.job_work.mark_job_queue(queue))
 
     def take_jobs(
-        self, queue: str, finished: list[JobFinish], count: int
+        self, queue: str, finished: list[JobFinish], count: int, *, full: bool = False
     ) -> tuple[list[bool], list[JobProcess], bool]:
-        """Finish ``finished`` and take up to ``count`` jobs (`JobWork.take_jobs`)."""
-        return self._drive(self.core.job_work.take_jobs(queue, finished, count))
+        """Finish ``finished`` and take up to ``count`` jobs; ``full``: no room
+        for more (`JobWork.take_jobs`)."""
+        return self._drive(self.core.job_work.take_jobs(queue, finished, count, full=full))
 
     def fail_job(
         self, process: JobProcess, *, mode: str, delay: float, retries: int, error: str

@@ -59,6 +59,7 @@ def job_take(
     publish: str,
     policy: str,
     finishes: Sequence[Finish],
+    full: bool = False,
 ) -> Call:
     return Call(
         "job_take",
@@ -71,6 +72,7 @@ def job_take(
             publish,
             keys.notify,
             policy,
+            "1" if full else "",
             *(field for finish in finishes for field in finish),
         ),
     )

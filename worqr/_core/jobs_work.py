@@ -48,12 +48,16 @@ class JobWork:
         yield command("SADD", self.state.mesh.jobqueues, queue)
 
     def take_jobs(
-        self, queue: str, finished: Sequence[JobFinish], count: int
+        self, queue: str, finished: Sequence[JobFinish], count: int, *, full: bool = False
     ) -> Plan[tuple[list[bool], list[JobProcess], bool]]:
         """Finish ``finished`` (storing each result) and take up to ``count`` jobs,
         in one script call when they all belong to this worker's current id.
         Returns a flag per finish (False: fenced), the jobs taken, and whether
-        the take stopped early with jobs maybe left (call again)."""
+        the take stopped early with jobs maybe left (call again). ``full``: a
+        call with ``count`` 0 because the worker has no room (at its concurrency,
+        or stopping) takes it out of the queue's idle set, so the wake-up for
+        work its finishes make ready goes to a worker that wants it; a call that
+        only finishes (sent alone) keeps the wake-up its last take asked for."""
         checks.count("count", count)
         state = self.state
         keys = state.queue_keys(queue)
@@ -83,6 +87,7 @@ class JobWork:
                         publish=publish,
                         policy=policy,
                         finishes=[_finish(finished[i]) for i in chunk],
+                        full=full and start == 0,
                     )
                 except NotMemberError:
                     state.working.discard(queue)  # rejoin on the next call

@@ -42,13 +42,20 @@ class LaneCalls:
     def take(
         self, queue: str, finishes: list[Finish], count: int
     ) -> tuple[list[bool], list[Process], bool]:
+        """A lane's take step, carrying ``finishes``; it asks for nothing
+        (``count`` 0) only with no room: at its concurrency, or stopping."""
+        return self._call(queue, finishes, count, full=count == 0)
+
+    def _call(
+        self, queue: str, finishes: list[Finish], count: int, *, full: bool
+    ) -> tuple[list[bool], list[Process], bool]:
         drive, core = self._executor.drive, self._core
         if queue in self._job_queues:
             jobs: list[tuple[JobProcess, str, bytes]] = []
             for process, _, kind, data in finishes:
                 assert isinstance(process, JobProcess)
                 jobs.append((process, kind, data))
-            accepted, taken, more = drive(core.job_work.take_jobs(queue, jobs, count))
+            accepted, taken, more = drive(core.job_work.take_jobs(queue, jobs, count, full=full))
             return accepted, list(taken), more
         if not finishes:
             return [], drive(core.processes.dequeue(queue, count)), False
@@ -57,9 +64,11 @@ class LaneCalls:
         return accepted, processes, False
 
     def finish_alone(self, finishes: list[Finish]) -> None:
-        """Finish without a take; when Redis does not answer, the loop resends them."""
+        """Finish without a take (the lane took from another queue: the worker
+        may have room, so it keeps the wake-up its last take asked for); when
+        Redis does not answer, the loop resends them."""
         try:
-            accepted, _, _ = self.take(finishes[0][0].queue, finishes, 0)
+            accepted, _, _ = self._call(finishes[0][0].queue, finishes, 0, full=False)
         except Exception:
             for finish in finishes:
                 self.to_loop(self._dispatch.finish_alone, *finish)

@@ -116,7 +116,10 @@ class Puller:
         client = self.client
         if queue in self.job_queues:
             accepted, jobs, more = await client.internals.take_jobs(
-                queue, job_finishes(carried), count
+                queue,
+                job_finishes(carried),
+                count,
+                full=count == 0,  # at its concurrency
             )
             return accepted, list(jobs), more
         if count and queue in self.persistent and queue not in self.configured:

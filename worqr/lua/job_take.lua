@@ -21,7 +21,9 @@
 -- ARGV[5] publish           'PUBLISH' or 'SPUBLISH' (lib/publish)
 -- ARGV[6] notify            the queue's channel for waiters
 -- ARGV[7] policy            JSON: retention and budgets in ms (JobSettings.policy)
--- ARGV[8..n] finishes       four per finished job: pid, entry, result type (s, b, n), result
+-- ARGV[8] full              '1': the worker has no room (count 0 at its concurrency,
+--                           or stopping): it leaves the idle set; '' else
+-- ARGV[9..n] finishes       four per finished job: pid, entry, result type (s, b, n), result
 -- Reply: {finished, taken, more, refill, ops, now}. finished: one integer per
 --   finish, in order: 1 accepted, 0 fenced (the process no longer existed: failed
 --   over, cancelled, deleted), 2 already finished by this same pid (a resend).
@@ -74,7 +76,8 @@ local wake_prefix = ARGV[4]
 local publish = publish_command(ARGV[5])
 local notify = ARGV[6]
 local policy = cjson.decode(ARGV[7])
-local first_finish = 8  -- ARGV[8..n] finishes
+local full = ARGV[8] == '1'
+local first_finish = 9  -- ARGV[9..n] finishes
 J.processes, J.members, J.idle, J.config, J.stats, J.notify =
   processes, members, idle, config, stats, notify
 
@@ -104,10 +107,16 @@ local function wake(limits, micros, now, picked, promoted, done, timed)
   if limits then
     spend(J, limits, picked.n, micros)
   end
-  -- A call asking for nothing (at its concurrency, or stopping) leaves the idle set
-  -- too: left there, it could be the one woken for the work its finishes made ready.
-  local wants = count > 0 and picked.n < count and picked.more == 0
-  redis.call(wants and 'SADD' or 'SREM', idle, worker)
+  -- A worker with no room (at its concurrency, or stopping) leaves the idle set
+  -- too: left there, it could be the one woken for the work its finishes made
+  -- ready. A call that only finishes (sent alone, room or not) changes nothing:
+  -- taking it out would lose the wake-up its last take asked for.
+  if count > 0 then
+    local wants = picked.n < count and picked.more == 0
+    redis.call(wants and 'SADD' or 'SREM', idle, worker)
+  elseif full then
+    redis.call('SREM', idle, worker)
+  end
   -- made ready and not taken: promoted jobs, and keep_last follow-ups the finishes
   -- placed (lib/terminal's J.followed; a delayed one is timed work, below)
   local extra = promoted + (J.followed and J.followed[1] or 0) - picked.n
