@@ -173,6 +173,14 @@ class HookList(Hooks):
             if getattr(method, "__func__", None) is not getattr(Hooks, name):  # overridden
                 self._listeners.setdefault(name, []).append((hooks, method))
 
+    def remove(self, hooks: Hooks) -> None:
+        """Stop calling ``hooks`` (nothing happens when it was not added)."""
+        if hooks not in self._hooks:
+            return
+        self._hooks.remove(hooks)
+        for listeners in self._listeners.values():
+            listeners[:] = [entry for entry in listeners if entry[0] is not hooks]
+
     def __bool__(self) -> bool:
         return bool(self._hooks)
 

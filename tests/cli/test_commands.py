@@ -51,3 +51,20 @@ def test_help_imports_no_commands_module() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_supervised_children_get_every_worker_option_back() -> None:
+    """`worqr worker --processes N` starts each child with the options it was
+    given: flags as flags (``--isolated True`` would not parse), values as values."""
+    from worqr._cli.worker import OVERRIDES, child_command
+
+    parser = build_parser()
+    given = ["worker", "app:worker", "--processes", "2", "--isolated", "--no-history"]
+    given += ["--grace", "3", "--max-memory-per-child", "200MB", "--ttl", "2"]
+    args = parser.parse_args(given)
+    child = parser.parse_args(child_command(args)(0)[3:])
+    assert child.processes == 1 and child.supervised and child.process_index == 0
+    for option in OVERRIDES:
+        name = option.removeprefix("--").replace("-", "_")
+        assert getattr(child, name) == getattr(args, name), option
+    assert (child.isolated, child.no_history, child.grace) == (True, False, 3.0)

@@ -1,6 +1,7 @@
 """The worker's tally (`HistoryRecorder`): runs told from many threads at once
 are all counted, a run's end goes to its outcome's count and its bucket, and a
-flush that cannot reach Redis keeps its tallies for the next one."""
+flush that cannot reach Redis keeps its tallies for the next one; a worker
+with ``history=False`` writes none."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import asyncio
 import threading
 from dataclasses import dataclass
 
+import redis
+
 import worqr
+from tests.support.workers import Runner, worker_settings
 from worqr._core.history_model import BOUNDS, COUNTS, totals
 from worqr._runtime.history import HistoryRecorder
 
@@ -85,3 +89,21 @@ def test_a_failed_flush_keeps_its_tallies(redis_url: str, prefix: str) -> None:
         assert recorder.take() == {}
 
     asyncio.run(main())
+
+
+def test_a_worker_without_history_writes_none(
+    redis_url: str, prefix: str, runner: Runner, redis_client: redis.Redis
+) -> None:
+    """Two workers drain the same kind of jobs; only the one that keeps the
+    history (the default) writes it, and its last counts land as it stops."""
+    for queue, keeps in (("kept", True), ("off", False)):
+        worker = worqr.Worker(redis_url, settings=worker_settings(prefix, history=keeps))
+        worker.job(queue)(lambda payload: payload)
+        runner.start(worker)
+        with worqr.Worqr(redis_url, prefix=prefix) as wq:
+            refs = wq.submit_many(queue, ["a", "b", "c"])
+            assert [wq.result(queue, ref.id, timeout=10) for ref in refs] == ["a", "b", "c"]
+            runner.stop(worker)
+            assert totals(wq.get_history(queue, since=600))["started"] == (3 if keeps else 0)
+    assert redis_client.keys(f"*{prefix}:kept*history*")
+    assert not redis_client.keys(f"*{prefix}:off*history*")

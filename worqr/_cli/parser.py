@@ -131,6 +131,13 @@ def _add_worker(commands: Subcommands) -> None:
         help="with --burst: wait for delayed and retrying jobs due within this long "
         "(default: 5); later ones are left for later, and counted",
     )
+    parser.add_argument(
+        "--no-history",
+        action="store_const",
+        const=False,
+        help="keep no metrics history of the job queues (docs/history.md; "
+        "default: the Worker's, kept)",
+    )
     parser.add_argument("--log-level", default="INFO", help="logging level (default: INFO)")
     timing = parser.add_argument_group("mesh timing (each overrides the Worker's settings)")
     timing.add_argument(

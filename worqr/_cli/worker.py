@@ -90,6 +90,7 @@ OVERRIDES = {
     "--isolated": "isolated",
     "--max-jobs-per-child": "max_jobs_per_child",
     "--max-memory-per-child": "max_memory_per_child",
+    "--no-history": "history",
 }
 
 
@@ -214,7 +215,9 @@ def child_command(args: argparse.Namespace) -> Callable[[int], list[str]]:
     base += ["--supervised", "--log-level", args.log_level]
     for option in OVERRIDES:
         value = _option_value(args, option)
-        if value is not None:
+        if isinstance(value, bool):  # a flag (--isolated, --no-history): given, or None
+            base.append(option)
+        elif value is not None:
             base += [option, str(value)]
     if args.url is not None or args.url_from_env:
         base.append("--url-from-env")

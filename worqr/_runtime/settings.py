@@ -49,6 +49,10 @@ class WorkerSettings:
             above this many bytes after a job (None: never for that reason).
         child_grace: seconds a stopped handler child gets between SIGTERM and
             SIGKILL (a timeout, a cancel, a shutdown past its grace period).
+        history: keep the metrics history of the job queues (docs/history.md):
+            the worker tallies its runs and writes them once a second. False
+            writes none; `get_history` and the web view's charts then show
+            only the runs of workers that keep it.
     """
 
     client: Settings = field(default_factory=Settings)
@@ -65,6 +69,7 @@ class WorkerSettings:
     max_jobs_per_child: int | None = None
     max_memory_per_child: int | None = None
     child_grace: float = 1.0
+    history: bool = True
 
     @property
     def max_blocked(self) -> float:
@@ -93,6 +98,7 @@ class WorkerSettings:
         optional_count("max_jobs_per_child", self.max_jobs_per_child, low=1)
         optional_count("max_memory_per_child", self.max_memory_per_child, low=1, high=2**53)
         seconds("child_grace", self.child_grace)
+        flag("history", self.history)
         if self.health_port is not None and self.livez_after >= self.max_blocked:
             raise ValueError(
                 f"livez_after ({self.livez_after:g}) must be shorter than max_blocked "

@@ -115,8 +115,8 @@ class Worker(HandlerRegistry, Lifecycle):
         self._hooks = HookList()
         for each in hooks:
             self._hooks.add(each)
-        self._history = HistoryRecorder()  # the metrics history (docs/history.md)
-        self._hooks.add(self._history)
+        # The metrics history (docs/history.md): a hook while a run keeps it.
+        self._history = HistoryRecorder()
         self._history_task: asyncio.Task[None] | None = None
         self._wanted: dict[str, asyncio.Event] = {}
         self._client: AsyncWorqr | None = None
@@ -333,6 +333,10 @@ class Worker(HandlerRegistry, Lifecycle):
 
     def _loops(self, client: AsyncWorqr) -> list[asyncio.Task[None]]:
         assert self._puller is not None and self._dispatch is not None
+        if self.settings.history:  # before any loop runs: every run is counted
+            self._hooks.add(self._history)
+        else:
+            self._hooks.remove(self._history)
         if self._lanes is not None:
             pullers = [asyncio.create_task(self._run_lanes(self._lanes), name="worqr-lanes")]
         else:
@@ -346,8 +350,10 @@ class Worker(HandlerRegistry, Lifecycle):
         wait = self._burst_wait
         burst = [] if wait is None else [self._start_burst(client, wait)]
         watch = asyncio.create_task(self._dispatch.watch(), name="worqr-watch")
-        # Not among the loops: it outlives the drain, for the last runs' counts (_close).
-        self._history_task = asyncio.create_task(self._history.run(client), name="worqr-history")
+        if self.settings.history:
+            # Not among the loops: it outlives the drain, for the last runs' counts (_close).
+            history = self._history.run(client)
+            self._history_task = asyncio.create_task(history, name="worqr-history")
         return [*pullers, *burst, fence, watch]
 
     def _start_burst(self, client: AsyncWorqr, wait: float) -> asyncio.Task[None]:
@@ -448,7 +454,7 @@ class Worker(HandlerRegistry, Lifecycle):
 
     async def _before_close(self, client: AsyncWorqr) -> None:
         task, self._history_task = self._history_task, None
-        if task is not None:
+        if task is not None:  # a run that keeps the history
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
             await self._history.last_flush(client)
