@@ -266,6 +266,14 @@ class Dispatcher(Hooks):
             while len(self._cancelled_early) > EARLY_CANCELS:
                 self._cancelled_early.popitem(last=False)  # pids of other workers' too
 
+    def register(self, running: Running) -> None:
+        """Make a lane's run findable by a cancel (from its lane's thread). A
+        cancel that came between the lane's start check and this call was kept
+        for the start: it stops the run now, before its handler starts."""
+        self.running[running.process.id] = running
+        if self.cancelled_before_start(running.process):
+            running.stop("cancel")
+
     def cancelled_before_start(self, process: Process) -> bool:
         """Whether a cancel reached ``process`` before its handler started (then
         the cancel removed it from Redis: it must not start). Any thread."""

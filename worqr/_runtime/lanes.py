@@ -185,11 +185,7 @@ class Lanes:
         with self._lock:
             self._busy += 1
         try:
-            dispatch.running[process.id] = running
-            if dispatch.cancelled_before_start(process):
-                # A cancel that came after the check above, before the line
-                # above made this run findable: it was kept for the start.
-                running.stop("cancel")
+            dispatch.register(running)
             self._hooks.on_started(queue)
             if job is not None:
                 self._hooks.on_job_run_started(job)
