@@ -42,9 +42,30 @@ CONCURRENCY = 8
 STEP_TIMEOUT = 60.0  # seconds any one step may take before the demo gives up
 
 
+class StopSignals:
+    """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt, which unwinds the
+    demo as Ctrl-C does, and are remembered: one that lands in code that
+    swallows it (a ``__del__``, where Python ignores exceptions; once in 5 stops
+    mid-enqueue, and the demo ran on for 24 s) is raised again by `check`, at
+    the demo's next wait or batch."""
+
+    asked = False
+
+    @classmethod
+    def on_signal(cls, signum: int, frame: object) -> None:
+        cls.asked = True
+        raise KeyboardInterrupt
+
+    @classmethod
+    def check(cls) -> None:
+        if cls.asked:
+            raise KeyboardInterrupt
+
+
 def wait_for(what: str, predicate: Callable[[], T | None], timeout: float = STEP_TIMEOUT) -> T:
     deadline = time.monotonic() + timeout
     while not (result := predicate()):
+        StopSignals.check()
         if time.monotonic() > deadline:
             raise CliError(f"demo step timed out after {timeout:g} s: {what}")
         time.sleep(0.05)
@@ -124,6 +145,7 @@ class Demo:
         with shown(progress):
             for start in range(0, total, 250):
                 batch = jobs[start : start + 250]
+                StopSignals.check()
                 self.client.enqueue_many(handlers.JOBS, batch)
                 progress.advance(len(batch))
 
@@ -257,8 +279,9 @@ def _redis_for(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    interrupt = signal.default_int_handler  # raises KeyboardInterrupt: unwinds as Ctrl-C does
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    StopSignals.asked = False
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, StopSignals.on_signal) for sig in stops}
     try:
         return _run_demo(args)
     finally:
