@@ -119,6 +119,11 @@ def test_batch_caps_each_dequeue_and_drained_queues_cost_nothing(
     assert busy and all(asked <= 3 for asked, _ in busy)
     assert sum(got for _, got in busy) == 40
     # The drained queue sits in the idle set: finished tasks of "busy" never send
-    # it a dequeue (a round trip per finished task otherwise).
+    # it a dequeue (a round trip per finished task otherwise). Each wake-up it
+    # heard (its start's hint, one more if the subscription reconnects; no poll
+    # in 60 s) costs at most two: the lane the wake-up orders, and the next freed
+    # slot, which serves a woken queue in turn (lanes busy with a backlog would
+    # never take an order). A fixed bound of 2 failed in CI with 3.
     empty = [entry for entry in recorder.dequeues if entry[0] == "empty"]
-    assert len(empty) <= 2, empty
+    wakeups = recorder.counts["wakeup", "empty"]
+    assert wakeups <= 2 and len(empty) <= 2 * max(wakeups, 1), (empty, wakeups)
