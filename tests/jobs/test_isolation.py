@@ -17,6 +17,7 @@ import pytest
 
 import worqr
 from tests.support.apps import isolated_app as app
+from tests.support.processes import pid_alive as alive
 from tests.support.waiting import wait_until
 from worqr._runtime.isolation.pool import ChildBootError
 
@@ -25,14 +26,6 @@ from .conftest import Running, fast_worker
 Make = Callable[..., worqr.Worqr]
 
 pytestmark = pytest.mark.slow  # each worker starts its children ahead
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def isolated_worker(redis_url: str, prefix: str, **settings: object) -> worqr.Worker:
