@@ -122,7 +122,13 @@ class Client:
     def __init__(self, **progress: Any) -> None:
         self.internals = self  # the probes read `client.internals.progress(now)`
         self.reading = ClientProgress(
-            **{"since_heartbeat": 0.1, "loop_blocked": 0.0, "culprit": "", "listening": True}
+            **{
+                "since_heartbeat": 0.1,
+                "loop_blocked": 0.0,
+                "culprit": "",
+                "loop_last_ran": None,
+                "listening": True,
+            }
             | progress
         )
 
@@ -200,6 +206,24 @@ def test_livez_names_a_take_that_waited_too_long_and_a_take_loop_that_ended() ->
         return watched(Client(), pullers=[task]).live(2.0)
 
     assert asyncio.run(lanes()) == "the take loops (worqr-lanes) ended: returned"
+
+
+def test_livez_counts_a_take_s_wait_only_while_the_loop_ran() -> None:
+    # A handler blocked the loop 0.5 s after a take was sent: its reply waits
+    # for the loop, which the loop's own check names once past livez_after.
+    loop = take_loop()
+    now = time.monotonic()
+    loop.in_flight[1] = ("q", now - 3)
+    blocking = {"loop_last_ran": now - 2.5, "culprit": "the handler of queue 'q' (app.f)"}
+    assert watched(Client(loop_blocked=1.5, **blocking), loop).live(2.0) is None
+    assert watched(Client(loop_blocked=2.4, **blocking), loop).live(2.0) == (
+        "the event loop has made no progress for 2.4 s (blocked by the handler of queue 'q' "
+        "(app.f))"
+    )
+    # The loop ran 0.1 s ago and the take still waits: Redis is slow.
+    ran = Client(loop_blocked=0.1, loop_last_ran=now - 0.1)
+    reason = watched(ran, loop).live(2.0)
+    assert reason is not None and reason.startswith("a take from queue 'q' has waited 2.")
 
 
 def test_livez_names_a_blocked_loop_a_missing_heartbeat_and_a_dead_listener() -> None:

@@ -23,7 +23,7 @@ from .async_job_api import AsyncInternals
 from .async_seams import honour_cancel
 from .async_shards import AsyncClusterSubscriber
 from .connect import subscriber_client, subscriber_options, sync_twin
-from .lease import AsyncLease
+from .lease import AsyncLease, LoopWatch
 from .outage import OutageLog
 from .pubsub_guard import AsyncPubSubGuard
 
@@ -38,6 +38,7 @@ class ClientProgress(NamedTuple):
     since_heartbeat: float | None  # seconds since the last heartbeat landed (None: none yet)
     loop_blocked: float  # seconds the loop has not answered the lease thread (0: it has)
     culprit: str  # what was running on the loop meanwhile
+    loop_last_ran: float | None  # when the loop last ran, while it is unanswered (None: it answers)
     listening: bool  # the pub/sub listener runs (False before the first subscribe)
 
 
@@ -209,12 +210,13 @@ class AsyncWorqr(AsyncApi):
         heartbeats that stop landing)."""
         last = self._core.state.last_heartbeat
         lease = self._lease
-        blocked, culprit = (0.0, "") if lease is None else lease.blocked(now)
+        watch = LoopWatch(0.0, "", None) if lease is None else lease.blocked(now)
         listener = next((t for t in list(self._tasks) if t.get_name() == "worqr-listener"), None)
         return ClientProgress(
             since_heartbeat=None if last == 0.0 else now - last,
-            loop_blocked=blocked,
-            culprit=culprit,
+            loop_blocked=watch.blocked,
+            culprit=watch.culprit,
+            loop_last_ran=watch.last_ran,
             listening=listener is not None and not listener.done(),
         )
 

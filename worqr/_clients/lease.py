@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._core import Core
 from .._core.calls import Plan
@@ -39,6 +39,14 @@ REPORT_AFTER = 1.0
 
 HANDLER_TASK_PREFIX = "worqr handler "
 """Task names of handlers start with this (see `worqr._runtime.running`)."""
+
+
+class LoopWatch(NamedTuple):
+    """What the lease thread's watch knows of the loop at one moment."""
+
+    blocked: float  # seconds the loop has not answered a ping (0: it has)
+    culprit: str  # what was running on the loop meanwhile ("" when not blocked)
+    last_ran: float | None  # when it last answered one, while a ping waits (None: none waits)
 
 
 def describe_task(task: asyncio.Task[object] | None) -> str:
@@ -75,6 +83,7 @@ class LeaseThread:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="worqr-lease", daemon=True)
         self._ping_sent: float | None = None  # an unanswered ping to the loop, when sent
+        self._last_ran = time.monotonic()  # when the loop last answered a ping
         self._culprit: str | None = None  # what blocks the loop, once reported
         self._let_go = False  # stopped renewing: the loop is blocked past max_blocked
 
@@ -88,13 +97,14 @@ class LeaseThread:
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
 
-    def blocked(self, now: float) -> tuple[float, str]:
-        """Seconds the loop has not answered the thread's ping (0: it has), and
-        what was running on it: for the health probes, from any thread."""
+    def blocked(self, now: float) -> LoopWatch:
+        """How long the loop has not answered the thread's ping, for the health
+        probes, from any thread."""
         sent = self._ping_sent
         if sent is None:
-            return 0.0, ""
-        return max(0.0, now - sent), describe_task(asyncio.current_task(self.loop))
+            return LoopWatch(0.0, "", None)
+        task = describe_task(asyncio.current_task(self.loop))
+        return LoopWatch(max(0.0, now - sent), task, self._last_ran)
 
     # -- in the thread -----------------------------------------------------------
 
@@ -169,6 +179,7 @@ class LeaseThread:
     # -- on the loop -------------------------------------------------------------
 
     def _pong(self) -> None:
+        self._last_ran = time.monotonic()  # before the ping is marked answered: read unlocked
         sent, self._ping_sent = self._ping_sent, None
         culprit, self._culprit = self._culprit, None
         self._let_go = False
@@ -198,10 +209,10 @@ class AsyncLease:
         self._thread = LeaseThread(self.core, executor, loop, self._followup, self.core.state.hooks)
         self._thread.start()
 
-    def blocked(self, now: float) -> tuple[float, str]:
-        """`LeaseThread.blocked`; (0, "") before the thread started."""
+    def blocked(self, now: float) -> LoopWatch:
+        """`LeaseThread.blocked`; nothing blocked before the thread started."""
         thread = self._thread
-        return (0.0, "") if thread is None else thread.blocked(now)
+        return LoopWatch(0.0, "", None) if thread is None else thread.blocked(now)
 
     def _followup(self, worker: str, reply: int) -> None:
         """On the loop: a renewal left work for it."""

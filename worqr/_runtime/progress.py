@@ -9,8 +9,9 @@ on the event loop or on Redis, which may be what is stuck:
 - the heartbeat: when the lease was last renewed (the core's
   ``last_heartbeat``), against the TTL;
 - the pub/sub listener: its task still runs;
-- the take loops: a take in flight for too long (`TakeLoop.oldest_take`), or a
-  puller task that ended while the worker was not stopping (a bug).
+- the take loops: a take in flight for too long (`TakeLoop.oldest_take`) while
+  the loop ran, or a puller task that ended while the worker was not stopping
+  (a bug).
 
 A check returns None when all is well, else one line that says what is wrong.
 """
@@ -52,7 +53,7 @@ class Watched:
             _loop(progress, livez_after)
             or self._heartbeat(progress, now)
             or self._listener(progress)
-            or self._takes(livez_after, now)
+            or self._takes(livez_after, progress, now)
         )
 
     def ready(self) -> str | None:
@@ -75,17 +76,21 @@ class Watched:
             return None
         return "the pub/sub listener is not running"
 
-    def _takes(self, livez_after: float, now: float) -> str | None:
+    def _takes(self, livez_after: float, progress: ClientProgress, now: float) -> str | None:
         if self.stopping():
             return None  # the take loops are cancelled on the way out
+        # A reply that came while the loop was blocked waits for the loop, not
+        # for Redis: a take's wait counts only until the loop last ran (the
+        # loop's own check names a block, once it passes livez_after).
+        until = now if progress.loop_last_ran is None else min(now, progress.loop_last_ran)
         for task in self.pullers:
             if task.done():
                 return f"{_take_loop(task)} ended: {_ending(task)}"
         for loop in self.take_loops:
             oldest = loop.oldest_take()
-            if oldest is not None and now - oldest[1] > livez_after:
+            if oldest is not None and until - oldest[1] > livez_after:
                 queue, sent = oldest
-                return f"a take from queue {queue!r} has waited {now - sent:.1f} s for Redis"
+                return f"a take from queue {queue!r} has waited {until - sent:.1f} s for Redis"
         return None
 
 
