@@ -102,6 +102,34 @@ def test_the_module_map_names_every_lua_piece() -> None:
     assert not listed - pieces, f"the module map's lua/lib/ row names {sorted(listed - pieces)}"
 
 
+def piece_graph() -> dict[str, set[str]]:
+    """The piece graph of docs/design.md ("The script boundary"): each piece ->
+    the pieces it includes, from its ``name <- a, b`` entries (two to a line) and
+    its leaves (a line of bare names)."""
+    text = DESIGN.read_text("utf-8")
+    block = re.search(r"the leaves include none\):\n\n```text\n(.*?)```", text, re.S)
+    assert block, "docs/design.md has no piece graph"
+    graph: dict[str, set[str]] = {}
+    entry = re.compile(r"(\w+)\s+<-\s+(\w+(?:, \w+)*)")
+    for line in block.group(1).splitlines():
+        for name, needs in entry.findall(line):
+            graph[name] = set(needs.split(", "))
+        graph.update((leaf, set()) for leaf in entry.sub("", line).split())
+    return graph
+
+
+def test_the_piece_graph_is_what_the_pieces_include() -> None:
+    """A piece that gains or drops an ``--!include`` changes its line in the graph."""
+    included = {
+        path.stem: set(re.findall(r"^--!include (\w+)$", path.read_text("utf-8"), re.M))
+        for path in PIECES.glob("*.lua")
+    }
+    graph = piece_graph()
+    assert sorted(graph) == sorted(included), "the piece graph names other pieces than lua/lib/"
+    wrong = {name: sorted(needs) for name, needs in included.items() if graph[name] != needs}
+    assert not wrong, f"the piece graph says otherwise of {wrong}"
+
+
 def test_the_tests_readme_names_every_test_folder() -> None:
     text = TESTS_README.read_text("utf-8")
     rows = table(section(text, "Folders: one per layer"))

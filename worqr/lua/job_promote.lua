@@ -42,17 +42,11 @@ local policy = cjson.decode(ARGV[3])
 J.members, J.idle, J.stats = members, idle, stats
 
 local now = now_ms()
+local limits = read_limits(J, config)  -- and whether the queue has groups (lib/group)
 local purged = purge(J, now, policy.purge_budget, policy)
-local promoted = promote(J, now, policy.promote_chunk)
-local fired, refill = fire_schedules(J, now, policy.misfire_grace)
-promoted = promoted + fired
-local group_reopen = nil
-if grouped(J) then
-  promoted = promoted + reopen_groups(J, now, policy.promote_chunk)  -- due groups back
-  group_reopen = next_reopen(J)
-end
+local promoted, refill = promote_due(J, now, policy)
+local group_reopen = grouped(J) and next_reopen(J) or nil
 local woken = promoted
-local limits = read_limits(config)
 if limits then
   -- The timer holder had no free slot: idle members take what the limits let start
   -- now (the ready jobs a reopening was waiting for too), and no more; the timer

@@ -27,7 +27,7 @@ end
 local J = {config = config, counts = job_counts}
 local ready = tonumber(redis.call('HGET', job_counts, 'queued') or '0')
 local wake = ready
-local limits = read_limits(config)
+local limits = read_limits(J, config)
 if limits and ready > 0 then
   local allowed = allowance(J, limits, now_us(), ready)
   wake = math.max(1, allowed)

@@ -82,22 +82,9 @@ J.processes, J.members, J.idle, J.config, J.stats, J.notify =
   processes, members, idle, config, stats, notify
 
 -- The phases, in the order they run: finish (lib/finish), purge (lib/purge),
--- promote (lib/promote, lib/schedule; due groups back to the ring, lib/fair),
--- limit (lib/limit), pick (lib/fair's pick_next: lib/start's in queue order, or
--- round robin between groups when the queue has them), take (lib/start), wake.
-
--- promote_timed(now) -> promoted (jobs made ready: promoted, fired, groups reopened),
---   refill, timed: only when the queue has timed work (a cheap check when not)
-local function promote_timed(now)
-  local timed = redis.call('EXISTS', J.delayed, J.retrying, J.sched_next) + timed_groups(J) > 0
-  if not timed then
-    return 0, {}, false
-  end
-  local promoted = promote(J, now, policy.promote_chunk)
-  local fired, refill = fire_schedules(J, now, policy.misfire_grace)
-  promoted = promoted + fired + reopen_due(J, now, policy.promote_chunk)
-  return promoted, refill, true
-end
+-- promote (lib/promote: due jobs, schedules and groups), limit (lib/limit), pick
+-- (lib/fair's pick_next: lib/start's in queue order, or round robin between
+-- groups when the queue has them), take (lib/start), wake.
 
 -- wake(limits, micros, now, picked, promoted, done, timed): the rate's slots
 --   spent; this worker in the idle set only if it drained the queue with room
@@ -138,9 +125,7 @@ local resent, refused = admit_take(J, 'jobs', worker, pid_prefix, 0, count)
 if refused then
   return refused
 end
-local limits, groups = read_limits(config)
-J.grouped = groups ~= nil  -- lib/group: read in the same HMGET, no command for a queue without
-J.gepoch = groups and groups.epoch or nil
+local limits, groups = read_limits(J, config)  -- and whether the queue has groups (lib/group)
 local micros = now_us()  -- one clock reading: start times and the rate agree to the µs
 local now = math.floor(micros / 1000)
 local now_text = string.format('%d', now)
@@ -156,7 +141,7 @@ end
 -- finishes nothing (an idle member's poll, a wake-up) has time to spare and
 -- purges a larger bounded batch, so an idle queue's backlog goes within a poll.
 purge(J, now, done > 0 and math.max(policy.purge_budget, 2 * done) or policy.idle_purge, policy)
-local promoted, refill, timed = promote_timed(now)
+local promoted, refill, timed = promote_due(J, now, policy)
 local allowed  -- all asked for, unless limits say fewer (finishes freed their room)
 allowed, J.reopen = allowance(J, limits, micros, count)
 local picked = pick_next(J, groups, allowed, pid_prefix, now_text, micros, policy.skip_budget)

@@ -5,8 +5,8 @@
 -- once (one LPOP: it is at the left end just after the move), so a take never
 -- visits a limited, paused or empty group. Inside a group: priority, then submit
 -- order (lib/ready). G: the queue's group defaults {rate, per, max_active}.
--- Also the other group steps of job_take's phases (timed_groups, reopen_due,
--- group_wake), so that a queue without groups runs none of them.
+-- Also group_wake, the group step of job_take's wake phase, which a queue without
+-- groups skips.
 --!include jobs
 --!include counters
 --!include ready
@@ -168,22 +168,6 @@ local function pick_next(J, G, want, pid_prefix, now_text, micros, skip_budget)
     return pick_fair(J, G, want, pid_prefix, now_text, micros, skip_budget)
   end
   return pick_jobs(J, want, pid_prefix, now_text, skip_budget)
-end
-
--- timed_groups(J) -> 1 when some group waits for a time (the promote phase runs),
---   else 0; no command on a queue without groups
-local function timed_groups(J)
-  if not J.grouped then
-    return 0
-  end
-  group_keys(J)
-  return redis.call('EXISTS', J.gtimed)
-end
-
--- reopen_due(J, now, chunk) -> how many due timed groups went back to the ring
---   (0 on a queue without groups)
-local function reopen_due(J, now, chunk)
-  return J.grouped and reopen_groups(J, now, chunk) or 0
 end
 
 -- group_wake(J, count, extra) -> extra, one more when a finishing call (count 0)

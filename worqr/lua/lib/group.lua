@@ -86,7 +86,7 @@ local function loaded_group(J, g, raw)
 end
 
 -- grouped(J) -> whether the queue has groups now ('groups' in its config, their
---   epoch: J.gepoch); the take sets J.grouped and J.gepoch from its HMGET instead
+--   epoch: J.gepoch); lib/limit's read_limits sets both from its HMGET instead
 local function grouped(J)
   if J.grouped == nil then
     group_keys(J)

@@ -14,10 +14,11 @@
 
 local SLACK = 0.01  -- of the window
 
--- read_limits(config) -> L {rate, per, max_active, tat, shut, paused}, or nil when the
---   queue has none; and G {rate, per, max_active, epoch} (the groups' defaults and
---   epoch, lib/group), or nil when the queue has no groups
-local function read_limits(config)
+-- read_limits(J, config) -> L {rate, per, max_active, tat, shut, paused}, or nil
+--   when the queue has none; and G {rate, per, max_active, epoch} (the groups'
+--   defaults and epoch), or nil when the queue has no groups. Sets J.grouped and
+--   J.gepoch from the same HMGET, so lib/group's grouped(J) reads nothing more.
+local function read_limits(J, config)
   local f = redis.call('HMGET', config, 'rate', 'per', 'max_active', 'tat', 'shut', 'paused',
     'groups', 'group_rate', 'group_per', 'group_max_active')
   local G = nil
@@ -25,6 +26,7 @@ local function read_limits(config)
     G = {rate = tonumber(f[8]), per = tonumber(f[9]), max_active = tonumber(f[10]),
       epoch = f[7]}
   end
+  J.grouped, J.gepoch = G ~= nil, f[7] or nil
   if not (f[1] or f[3] or f[5] or f[6]) then
     return nil, G
   end

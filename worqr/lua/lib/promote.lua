@@ -1,8 +1,10 @@
--- lib/promote: due delayed and retrying jobs become ready. J as in lib/job_keys,
--- with J.stats.
+-- lib/promote: due delayed and retrying jobs become ready; with due schedules
+-- and due groups, the promote phase of job_take and job_promote. J as in
+-- lib/job_keys, with J.stats and the schedule keys (lib/schedule's sched_keys).
 --!include jobs
 --!include counters
 --!include group
+--!include schedule
 
 -- promote(J, now, chunk) -> how many became ready
 --   At most `chunk` due jobs (delayed first, then retrying), each at the back of
@@ -37,4 +39,26 @@ local function promote(J, now, chunk)
   end
   stat(J, 'promoted', promoted)
   return promoted
+end
+
+-- promote_due(J, now, policy) -> promoted, refill, timed: the promote phase, run
+--   only when the queue has timed work (timed; one EXISTS when it has none, the
+--   common case). Due delayed and retrying jobs become ready, due schedules fire
+--   (refill as lib/schedule's fire_schedules) and due groups go back to the ring
+--   (lib/group); promoted counts all three.
+local function promote_due(J, now, policy)
+  local timed_keys = {J.delayed, J.retrying, J.sched_next}
+  if grouped(J) then
+    group_keys(J)
+    timed_keys[4] = J.gtimed
+  end
+  if redis.call('EXISTS', unpack(timed_keys)) == 0 then
+    return 0, {}, false
+  end
+  local promoted = promote(J, now, policy.promote_chunk)
+  local fired, refill = fire_schedules(J, now, policy.misfire_grace)
+  if J.grouped then
+    promoted = promoted + reopen_groups(J, now, policy.promote_chunk)
+  end
+  return promoted + fired, refill, true
 end
