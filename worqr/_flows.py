@@ -170,6 +170,8 @@ def flow_state(
 # -- the specs the scripts carry ------------------------------------------------
 
 Encode = Callable[[object], bytes]
+# The first job's payload, options and flow spec, and every job's (queue, id).
+FlowSpecs = tuple[bytes, dict[str, Any], dict[str, Any], list[tuple[str, str]]]
 
 
 def _b64(data: bytes) -> str:
@@ -186,7 +188,7 @@ def compact(value: object) -> str:
 
 def chain_specs(
     flow_id: str, steps: Sequence[Step], encode: Encode, options: Callable[..., dict[str, Any]]
-) -> tuple[bytes, dict[str, Any], dict[str, Any], list[tuple[str, str]]]:
+) -> FlowSpecs:
     """The first step's payload, options and flow spec (its next steps, each with
     its id, queue, options and own payload if any), and every step's (queue, id)."""
     if isinstance(steps, str | bytes) or not isinstance(steps, Sequence):
@@ -216,7 +218,7 @@ def chain_specs(
 
 def tree_specs(
     flow_id: str, root: FlowJob, encode: Encode, options: Callable[..., dict[str, Any]]
-) -> tuple[bytes, dict[str, Any], dict[str, Any], list[tuple[str, str]]]:
+) -> FlowSpecs:
     """The root's payload, options and flow spec (its children's specs, nested),
     and every job's (queue, id), root first, depth first."""
     if not isinstance(root, FlowJob):

@@ -276,3 +276,32 @@ def test_a_worker_hears_wake_ups_before_it_becomes_a_member(
         wake = keys.wake(worker_id)
         wait_until(lambda: dict(redis_client.pubsub_numsub(wake)).get(wake.encode()) == 1)
         plan.close()
+
+
+def test_registering_a_handler_is_checked(new_worker: WorkerFactory) -> None:
+    worker = new_worker()
+
+    @worker.handler("tasks")
+    async def handle(task: str) -> None: ...
+
+    worker.job("jobs", retries=1)(handle)
+    for register in (worker.handler, worker.job):
+        for queue in ("tasks", "jobs"):
+            with pytest.raises(ValueError, match=f"queue '{queue}' already has a handler"):
+                register(queue)
+        with pytest.raises(TypeError, match="a handler must be callable"):
+            register("other")(42)  # type: ignore[type-var]
+        with pytest.raises(TypeError, match="isolated must be True or False"):
+            register("other", isolated="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="retries"):
+        worker.job("other", retries=-1)
+    assert worker.queues == ["jobs", "tasks"]
+
+    async def main() -> None:
+        async with worker:
+            late = worker.handler("late")
+            with pytest.raises(worqr.WorqrError, match="register handlers before the worker runs"):
+                late(handle)
+
+    asyncio.run(main())
+    assert worker.queues == ["jobs", "tasks"]

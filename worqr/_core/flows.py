@@ -12,11 +12,22 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import _tracing
 from .._errors import JobNotFoundError
-from .._flows import FlowInfo, FlowJob, FlowRef, Step, chain_specs, compact, flow_state, tree_specs
+from .._flows import (
+    Encode,
+    FlowInfo,
+    FlowJob,
+    FlowRef,
+    FlowSpecs,
+    Step,
+    chain_specs,
+    compact,
+    flow_state,
+    tree_specs,
+)
 from .._jobs import JobInfo, ms, new_job_id
 from . import flow_scripts, job_scripts
 from .calls import Pinned, Plan, command
@@ -30,6 +41,8 @@ from .relay import Relay
 from .state import CoreState
 
 READ_CHUNK = 500  # job reads per pinned group of get_flow
+
+G = TypeVar("G")
 
 
 @dataclass(eq=False)
@@ -45,24 +58,28 @@ class Flows:
 
     def submit_chain(self, steps: Sequence[Step]) -> Plan[FlowRef]:
         """A chain of steps, each a job on its queue, run one after another."""
-        flow_id = new_job_id()
-        made: list[dict[str, Any]] = []
-        payload, options, flow, jobs = chain_specs(
-            flow_id, steps, self.producing.encode_task, _kept(made)
-        )
-        sending = _traced("submit_chain", jobs, made)
-        plan = self._start(flow_id, "chain", jobs, payload, options, flow)
-        return (yield from _tracing.around(sending, plan))
+        return (yield from self._submit("submit_chain", "chain", chain_specs, steps))
 
     def submit_flow(self, root: FlowJob) -> Plan[FlowRef]:
         """A tree of jobs: each parent runs once its children ended."""
+        return (yield from self._submit("submit_flow", "tree", tree_specs, root))
+
+    def _submit(
+        self,
+        operation: str,
+        kind: str,
+        specs: Callable[[str, G, Encode, Callable[..., dict[str, Any]]], FlowSpecs],
+        given: G,
+    ) -> Plan[FlowRef]:
+        """A new flow of ``kind``: ``given`` (steps, a root) laid out by ``specs``
+        (`chain_specs`, `tree_specs`), traced as ``operation``."""
         flow_id = new_job_id()
         made: list[dict[str, Any]] = []
-        payload, options, flow, jobs = tree_specs(
-            flow_id, root, self.producing.encode_task, _kept(made)
+        payload, options, flow, jobs = specs(
+            flow_id, given, self.producing.encode_task, _kept(made)
         )
-        sending = _traced("submit_flow", jobs, made)
-        plan = self._start(flow_id, "tree", jobs, payload, options, flow)
+        sending = _traced(operation, jobs, made)
+        plan = self._start(flow_id, kind, jobs, payload, options, flow)
         return (yield from _tracing.around(sending, plan))
 
     def _start(

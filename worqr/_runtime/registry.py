@@ -36,21 +36,12 @@ class HandlerRegistry:
         """Register the function that runs the tasks of ``queue``: sync (run in the
         thread pool) or async. It takes the task (str, or bytes if not UTF-8).
         ``isolated``: a sync handler runs in a child process (docs/isolation.md)."""
-        flag("isolated", isolated)
-        validate_name(queue)
-        if queue in self._specs:
-            raise ValueError(f"queue {queue!r} already has a handler")
-
-        def register(function: H) -> H:
-            if not callable(function):
-                raise TypeError("a handler must be callable")
-            if self._loop is not None:
-                raise WorqrError("register handlers before the worker runs")
-            spec = HandlerSpec(queue, function, persistent, is_async_handler(function))
-            self._specs[queue] = isolate(spec) if isolated else spec
-            return function
-
-        return register
+        self._check_new(queue, isolated)
+        return self._registering(
+            queue,
+            isolated,
+            lambda function: HandlerSpec(queue, function, persistent, is_async_handler(function)),
+        )
 
     def job(
         self,
@@ -67,18 +58,12 @@ class HandlerRegistry:
         ``retries``, ``backoff``, ``timeout``: this handler's defaults (a job's
         own options win; else `JobSettings`). ``isolated``: a sync handler runs
         in a child process, stopped for good past its timeout (docs/isolation.md)."""
-        flag("isolated", isolated)
-        validate_name(queue)
-        if queue in self._specs:
-            raise ValueError(f"queue {queue!r} already has a handler")
+        self._check_new(queue, isolated)
         options = job_options(retries=retries, backoff=backoff, timeout=timeout)
-
-        def register(function: H) -> H:
-            if not callable(function):
-                raise TypeError("a handler must be callable")
-            if self._loop is not None:
-                raise WorqrError("register handlers before the worker runs")
-            spec = HandlerSpec(
+        return self._registering(
+            queue,
+            isolated,
+            lambda function: HandlerSpec(
                 queue,
                 function,
                 persistent=False,
@@ -87,7 +72,28 @@ class HandlerRegistry:
                 retries=options.get("R"),
                 backoff=None if backoff is None else check_backoff(backoff),
                 timeout=None if timeout is None else float(timeout),
-            )
+            ),
+        )
+
+    def _check_new(self, queue: str, isolated: bool) -> None:
+        """What `handler` and `job` check before anything else: a queue with no handler yet."""
+        flag("isolated", isolated)
+        validate_name(queue)
+        if queue in self._specs:
+            raise ValueError(f"queue {queue!r} already has a handler")
+
+    def _registering(
+        self, queue: str, isolated: bool, spec_of: Callable[[Handler], HandlerSpec]
+    ) -> Callable[[H], H]:
+        """The decorator of `handler` and `job`: registers the function under
+        ``queue`` as ``spec_of`` describes it (in a child process if ``isolated``)."""
+
+        def register(function: H) -> H:
+            if not callable(function):
+                raise TypeError("a handler must be callable")
+            if self._loop is not None:
+                raise WorqrError("register handlers before the worker runs")
+            spec = spec_of(function)
             self._specs[queue] = isolate(spec) if isolated else spec
             return function
 
