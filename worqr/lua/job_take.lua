@@ -121,11 +121,11 @@ local function wake(limits, micros, now, picked, promoted, done, timed)
   end
 end
 
+local limits, groups = read_limits(J, config)  -- and its groups and kind: no HGET more
 local resent, refused = admit_take(J, 'jobs', worker, pid_prefix, 0, count)
 if refused then
   return refused
 end
-local limits, groups = read_limits(J, config)  -- and whether the queue has groups (lib/group)
 local micros = now_us()  -- one clock reading: start times and the rate agree to the µs
 local now = math.floor(micros / 1000)
 local now_text = string.format('%d', now)

@@ -4,7 +4,8 @@
 --!include kind
 
 -- admit_take(Q, kind, worker, pid_prefix, first, count) -> resent, refusal
---   Q: the queue's tasks, processes, members and config keys; kind: 'tasks' or
+--   Q: the queue's tasks, processes, members and config keys, and Q.kind when
+--   the caller read the config already (lib/limit's read_limits); kind: 'tasks' or
 --   'jobs'. A call that takes nothing (count 0) is admitted. resent: this take
 --   already ran (reply what it took). refusal: WORQR_NOT_MEMBER, or the queue is
 --   of the other kind (lib/kind: a new queue becomes a job queue), else nil.
@@ -19,7 +20,7 @@ local function admit_take(Q, kind, worker, pid_prefix, first, count)
     return false, redis.error_reply('WORQR_NOT_MEMBER')
   end
   if kind == 'jobs' then
-    return false, claim_kind(Q.config, kind, Q.tasks, Q.processes)
+    return false, claim_kind(Q.config, kind, Q.tasks, Q.processes, Q.kind)
   end
   return false, wrong_kind(Q.config, kind)
 end

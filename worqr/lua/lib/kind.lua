@@ -16,11 +16,14 @@ local function wrong_kind(config, kind)
   return nil
 end
 
--- claim_kind(config, kind, tasks, processes) -> an error reply, or nil once the
---   queue is of `kind`: any but a job queue becomes a task queue; one holding no
---   tasks, queued or in process, becomes a job queue
-local function claim_kind(config, kind, tasks, processes)
-  local current = redis.call('HGET', config, 'kind')
+-- claim_kind(config, kind, tasks, processes, current) -> an error reply, or nil
+--   once the queue is of `kind`: any but a job queue becomes a task queue; one
+--   holding no tasks, queued or in process, becomes a job queue. current: the
+--   config's kind as the caller read it already (false: none), or nil: read here
+local function claim_kind(config, kind, tasks, processes, current)
+  if current == nil then
+    current = redis.call('HGET', config, 'kind')
+  end
   if current == kind then
     return nil
   elseif kind == 'tasks' then

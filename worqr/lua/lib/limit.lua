@@ -17,10 +17,12 @@ local SLACK = 0.01  -- of the window
 -- read_limits(J, config) -> L {rate, per, max_active, tat, shut, paused}, or nil
 --   when the queue has none; and G {rate, per, max_active, epoch} (the groups'
 --   defaults and epoch), or nil when the queue has no groups. Sets J.grouped and
---   J.gepoch from the same HMGET, so lib/group's grouped(J) reads nothing more.
+--   J.gepoch from the same HMGET, so lib/group's grouped(J) reads nothing more,
+--   and J.kind (false: none), which lib/admit passes on to lib/kind.
 local function read_limits(J, config)
   local f = redis.call('HMGET', config, 'rate', 'per', 'max_active', 'tat', 'shut', 'paused',
-    'groups', 'group_rate', 'group_per', 'group_max_active')
+    'groups', 'group_rate', 'group_per', 'group_max_active', 'kind')
+  J.kind = f[11]
   local G = nil
   if f[7] then
     G = {rate = tonumber(f[8]), per = tonumber(f[9]), max_active = tonumber(f[10]),
