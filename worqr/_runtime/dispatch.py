@@ -265,6 +265,12 @@ class Dispatcher(Hooks):
             self._cancelled_early[pid] = True
             while len(self._cancelled_early) > EARLY_CANCELS:
                 self._cancelled_early.popitem(last=False)  # pids of other workers' too
+            # A lane (another thread) may have registered it between the lookup
+            # and the mark, and looked for a mark before there was one: whoever
+            # pops the mark stops it (`register` does the same), so once.
+            running = self.running.get(pid)
+            if running is not None and self._cancelled_early.pop(pid, False):
+                running.stop(reason)
 
     def register(self, running: Running) -> None:
         """Make a lane's run findable by a cancel (from its lane's thread). A
