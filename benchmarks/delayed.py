@@ -17,9 +17,9 @@ when it starts (Redis runs on this machine: the same clock as its TIME) and
 when the job was taken). Prints p50/p99/max of start - due per group and how
 many started before they were due (must be 0).
 
-Cost: Redis server time per operation (``INFO commandstats``: EVALSHA usec,
-which includes the commands its script runs, per operation) and client wall
-time per call, on a queue holding 10
+Cost: Redis server time per operation (``INFO commandstats``: the script
+calls' usec, EVALSHA or FCALL, which includes the commands its script runs, per
+operation) and client wall time per call, on a queue holding 10
 delayed jobs and one holding ``--deep`` (created with `submit_many` and a far
 ``delay``; the time, Redis memory and producer memory this takes are printed).
 Operations: submit (ready), submit delayed, cancel (a delayed job), take (one
@@ -59,7 +59,7 @@ PRECISION_PREFIX = "precision"
 COST_PREFIX = "delayed-cost"
 FAR = 30 * 24 * 3600.0  # a delay no job of the cost part reaches
 FILL_BATCH = 10_000  # jobs per submit_many while filling the deep queue
-ADMIN = frozenset({"info", "config|resetstat", "config|get", "dbsize", "ping"})
+ADMIN = frozenset({"info", "config|resetstat", "config|get", "dbsize", "ping", "function|load"})
 
 
 # -- the worker processes of the precision part ---------------------------------------
@@ -184,12 +184,13 @@ def precision(url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _script_usec(client: redis.Redis) -> tuple[int, int, int]:
-    """EVALSHA usec and calls (its usec includes the commands its script runs),
+    """Script calls' usec and calls (EVALSHA, or FCALL on Redis >= 7; a call's
+    usec includes the commands its script runs),
     and the calls of every other command (those scripts run, and direct ones)."""
     usec = scripts = others = 0
     for key, value in client.info("commandstats").items():
         name = key.removeprefix("cmdstat_")
-        if name in ("evalsha", "eval"):
+        if name in ("evalsha", "eval", "fcall"):
             usec += int(value["usec"])
             scripts += int(value["calls"])
         elif name not in ADMIN:

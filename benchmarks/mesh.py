@@ -112,10 +112,11 @@ def _op_costs(probe: Probe, client: worqr.Worqr, queue: str, count: int) -> Metr
             start = time.perf_counter()
             op(i)
             times.append(time.perf_counter() - start)
-        stats = probe.client.info("commandstats").get("cmdstat_evalsha", {})
-        calls = max(1, int(stats.get("calls", 0)))
+        stats = probe.client.info("commandstats")
+        scripts = [stats.get(f"cmdstat_{kind}", {}) for kind in ("evalsha", "fcall")]
+        calls = max(1, sum(int(each.get("calls", 0)) for each in scripts))
         result[f"{name}_client_us"] = median(times) * 1e6
-        result[f"{name}_server_us"] = int(stats.get("usec", 0)) / calls
+        result[f"{name}_server_us"] = sum(int(each.get("usec", 0)) for each in scripts) / calls
     return result
 
 
@@ -157,7 +158,7 @@ def _heartbeat_load(probe: Probe, members: int, window: float) -> Metrics:
         "redis_core_pct": (busy_share - idle_share) * 100,
         "idle_core_pct": idle_share * 100,
         "commands_per_s": sum(commands.values()) / seconds,
-        "heartbeats_per_s": commands["evalsha"] / seconds,
+        "heartbeats_per_s": (commands["evalsha"] + commands["fcall"]) / seconds,
         "connections": connections,
         "reap_reads_per_s": (commands["smembers"] + commands["mget"]) / seconds,
     }

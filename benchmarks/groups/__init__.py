@@ -16,14 +16,15 @@ target and a PASS/FAIL line against the issue's bound.
   ``JobInfo.created``, Redis's clock on this machine; and ``JobInfo.started`` -
   ``created``, when the take happened) against a run of B-K alone as long as
   the flood's drain, and a reference run where nobody has a group (FIFO).
-- flat: Redis server time per call (``INFO commandstats``: EVALSHA usec, which
-  includes the commands the script runs) of a submit and of a worker's take
-  (finish the job held, take one), at 10 groups and at ``--groups`` groups with
-  queued jobs, and with ``group_max_active=1`` at 10 groups and at ``--groups``
-  groups of which all but 10 are at their cap. Server time is what grows if a
-  script scans; commands per call (scripts' own, counted by Redis) and client
-  wall time are printed beside it. Queues alternate in short windows; ratios
-  are medians of paired windows, as in ``benchmarks.delayed``.
+- flat: Redis server time per call (``INFO commandstats``: the script calls'
+  usec, EVALSHA or FCALL, which includes the commands the script runs) of a
+  submit and of a worker's take (finish the job held, take one), at 10 groups
+  and at ``--groups`` groups with queued jobs, and with ``group_max_active=1``
+  at 10 groups and at ``--groups`` groups of which all but 10 are at their
+  cap. Server time is what grows if a script scans; commands per call
+  (scripts' own, counted by Redis) and client wall time are printed beside it.
+  Queues alternate in short windows; ratios are medians of paired windows, as
+  in ``benchmarks.delayed``.
 - pause: 4 worker processes draining a deep ungrouped queue at full rate;
   ``pause()``; Redis TIME read when it returned; every job's
   ``JobInfo.started`` (the take, in server ms) must be <= that time; then

@@ -17,7 +17,7 @@ import redis
 
 import worqr
 from worqr._core.calls import Call, Plan
-from worqr._core.lua import digest
+from worqr._core.lua import digest, source
 
 from ..harness import Workers, percentile, python, wait_for
 
@@ -96,7 +96,9 @@ def _send(pipe: Any, request: object) -> None:
 def pipelined(raw: redis.Redis, plans: Iterable[Plan[Any]]) -> list[Any]:
     """Drive ``plans`` side by side: every plan's next request in one pipeline,
     each reply handed back to its plan (the client's executor, minus waiting
-    for each reply). The scripts must be loaded (one ordinary call does it)."""
+    for each reply). Scripts go by EVALSHA: each is loaded on the first pipeline
+    that meets it (a client's own call may have loaded it as a function only)."""
+    loaded: set[str] = set()
     results: list[Any] = []
     pending: dict[int, Any] = {}
     for i, plan in enumerate(plans):
@@ -106,6 +108,11 @@ def pipelined(raw: redis.Redis, plans: Iterable[Plan[Any]]) -> list[Any]:
         except StopIteration as stop:
             results[i] = stop.value
     while pending:
+        for _, request in pending.values():
+            script = getattr(request, "script", None)
+            if script is not None and script not in loaded:
+                raw.script_load(source(script))
+                loaded.add(script)
         pipe = raw.pipeline(transaction=False)
         for _, request in pending.values():
             _send(pipe, request)

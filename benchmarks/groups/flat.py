@@ -122,7 +122,8 @@ def _print_flat(
     many = f"{args.groups:,}"
     print(
         f"\n{args.ops} calls of each per window, {args.rounds} windows per queue; "
-        "Redis µs: EVALSHA usec per call (scripts' commands included); medians of windows\n"
+        "Redis µs: script calls' usec (EVALSHA or FCALL) per call (scripts' commands "
+        "included); medians of windows\n"
     )
     print("| queue | op | Redis µs | ratio | commands/call | client µs | ratio | queued | active |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

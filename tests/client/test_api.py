@@ -25,9 +25,9 @@ import worqr
 from tests.support.clients import Factory
 from tests.support.mesh import keys_under, kill, queue_keys, queued
 from tests.support.recorders import OnLeaseLost
+from tests.support.scripts import preload, runs_script
 from tests.support.waiting import wait_until
 from worqr._core import scripts
-from worqr._core.lua import source
 from worqr._core.processes import DEQUEUE_CHUNK
 from worqr._keys import MeshKeys
 
@@ -339,7 +339,7 @@ def test_a_huge_dequeue_many_runs_in_short_chunks(
     payloads = [f"p{i}" for i in range(5 * DEQUEUE_CHUNK + 7)]
     wq.enqueue_many("q", payloads)
     worker.start_work("q")
-    sha = redis_client.script_load(source("dequeue")).encode()  # no NOSCRIPT round in the log
+    preload(redis_client, "dequeue")  # no loading round in the log
     saved = redis_client.config_get("slowlog-*")
     try:
         # Log every command (those the scripts run too), so the calls can be counted and timed.
@@ -353,7 +353,7 @@ def test_a_huge_dequeue_many_runs_in_short_chunks(
         redis_client.config_set("slowlog-max-len", saved["slowlog-max-len"])
         redis_client.slowlog_reset()
 
-    calls = [e for e in entries if e["command"].startswith(b"EVALSHA " + sha)]
+    calls = [e for e in entries if runs_script(e["command"], "dequeue")]
     assert len(entries) < 100_000  # none dropped
     assert len(calls) == math.ceil(len(payloads) / DEQUEUE_CHUNK)  # the last one ran dry
     assert all(int(c["command"].split()[-2]) <= DEQUEUE_CHUNK for c in calls)  # ARGV count

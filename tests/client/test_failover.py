@@ -25,9 +25,10 @@ import redis
 
 import worqr
 from tests.support.clients import Factory
-from tests.support.mesh import kill, queued, sha
+from tests.support.mesh import kill, queued
 from tests.support.processes import stop
 from tests.support.recorders import OnLeaseLost
+from tests.support.scripts import runs_script
 from tests.support.timing import quiet
 from tests.support.waiting import wait_until
 from worqr._keys import MeshKeys
@@ -262,7 +263,6 @@ def test_failing_a_big_worker_runs_in_short_chunks(
     peer.enqueue_many("q", payloads)
     assert len(doomed.dequeue_many("q", 5000)) == 5000
     kill(redis_client, doomed)
-    requeue_sha = sha("requeue_owned").encode()
 
     saved = redis_client.config_get("slowlog-*")
     try:
@@ -278,7 +278,7 @@ def test_failing_a_big_worker_runs_in_short_chunks(
         redis_client.config_set("slowlog-max-len", saved["slowlog-max-len"])
         redis_client.slowlog_reset()
 
-    calls = [e["duration"] for e in entries if e["command"].startswith(b"EVALSHA " + requeue_sha)]
+    calls = [e["duration"] for e in entries if runs_script(e["command"], "requeue_owned")]
     assert len(entries) < 100_000  # none dropped
     assert len(calls) >= math.ceil(5000 / peer.settings.requeue_chunk) > 1  # chunked
     assert max(calls) < 50_000, f"a requeue_owned call took {max(calls)} µs"
@@ -352,14 +352,14 @@ def test_a_recovery_cut_short_is_redone_and_reported_once(
         def cut(old: str) -> None:
             hooked.append(old)
             if len(hooked) == 1:  # the recovery's next script is refused
-                redis_client.acl_setuser(user, commands=["-evalsha"])
+                redis_client.acl_setuser(user, commands=["-evalsha", "-fcall"])
 
         worker.add_hooks(OnLeaseLost(cut))
         old = kill(redis_client, worker)
         with pytest.raises(redis.exceptions.NoPermissionError):
             worker.heartbeat()  # cut short right after reporting the loss
         assert worker.worker_id == old
-        redis_client.acl_setuser(user, commands=["+evalsha"])
+        redis_client.acl_setuser(user, commands=["+evalsha", "+fcall"])
         assert worker.heartbeat() == "recovered"
         assert worker.worker_id != old
         assert hooked == [old] and events.count("lease_lost") == 1

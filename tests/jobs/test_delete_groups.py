@@ -15,6 +15,7 @@ import redis
 
 import worqr
 from tests.support.mesh import keys_under
+from tests.support.scripts import SCRIPT_STATS
 from worqr._core import graves
 from worqr._core.calls import Call
 from worqr._keys import MeshKeys
@@ -60,7 +61,13 @@ def run(
 def commands_run(raw: redis.Redis) -> int:
     """Commands the server ran since its stats were reset, inside scripts included;
     the scripts themselves, their loading and the stats' own commands not."""
-    skipped = ("cmdstat_evalsha", "cmdstat_script", "cmdstat_info", "cmdstat_config")
+    skipped = (
+        *SCRIPT_STATS,
+        "cmdstat_script",
+        "cmdstat_function",
+        "cmdstat_info",
+        "cmdstat_config",
+    )
     stats = raw.info("commandstats")
     return sum(int(value["calls"]) for name, value in stats.items() if not name.startswith(skipped))
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import redis
 
 import worqr
+from tests.support.scripts import SCRIPT_STATS
 from worqr._jobs import STATES, JobProcess
 from worqr.embedded import EmbeddedRedis
 
@@ -24,7 +25,7 @@ def commands_run(raw: redis.Redis) -> int:
     return sum(
         int(value["calls"])
         for name, value in stats.items()
-        if name not in ("cmdstat_evalsha", "cmdstat_info", "cmdstat_config")
+        if name not in (*SCRIPT_STATS, "cmdstat_function", "cmdstat_info", "cmdstat_config")
     )
 
 

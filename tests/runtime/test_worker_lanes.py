@@ -13,6 +13,7 @@ import redis
 
 import worqr
 from tests.support.recorders import HookCounter
+from tests.support.scripts import script_calls_run
 from tests.support.waiting import wait_until
 from tests.support.workers import Runner, WorkerFactory
 from worqr._clients.sync_exec import SyncExecutor
@@ -135,9 +136,8 @@ def test_a_finish_rides_on_the_lanes_next_take(
 
 
 def script_calls(client: worqr.Worqr) -> int:
-    """How many EVALSHA calls the server has run (its command statistics)."""
-    stats = client._redis.info("commandstats")
-    return int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
+    """How many script calls the server has run (its command statistics)."""
+    return script_calls_run(client._redis)
 
 
 def test_a_worker_with_an_async_handler_keeps_the_loops_path(

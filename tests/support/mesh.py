@@ -15,6 +15,8 @@ import redis.asyncio
 from worqr._core.lua import source
 from worqr._keys import MeshKeys, QueueKeys
 
+from .scripts import script_of_function
+
 
 class _Member(Protocol):
     @property
@@ -55,16 +57,28 @@ def sha(script: str) -> str:
     return hashlib.sha1(source(script).encode("utf-8")).hexdigest()
 
 
+def sent_script(args: tuple[Any, ...]) -> str | None:
+    """The sha of the script a command runs (``EVALSHA``, or ``FCALL`` of its
+    function), else None."""
+    if args and args[0] == "EVALSHA":
+        return str(args[1])
+    if args and args[0] == "FCALL":
+        return script_of_function(str(args[1]))
+    return None
+
+
 class CountingRedis(redis.Redis):
-    """A real client that records the script sha of every EVALSHA it sends."""
+    """A real client that records the script sha of every script it sends (by
+    ``EVALSHA``, or as a function by ``FCALL``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.scripts_sent: list[str] = []
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
-        if args and args[0] == "EVALSHA":
-            self.scripts_sent.append(str(args[1]))
+        script = sent_script(args)
+        if script is not None:
+            self.scripts_sent.append(script)
         return super().execute_command(*args, **options)
 
 
@@ -76,6 +90,7 @@ class CountingAsyncRedis(redis.asyncio.Redis):
         self.scripts: Counter[str] = Counter()
 
     async def execute_command(self, *args: Any, **options: Any) -> Any:
-        if args and args[0] == "EVALSHA":
-            self.scripts[str(args[1])] += 1
+        script = sent_script(args)
+        if script is not None:
+            self.scripts[script] += 1
         return await super().execute_command(*args, **options)

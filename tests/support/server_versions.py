@@ -37,7 +37,12 @@ from worqr.embedded import EmbeddedRedis, find_redis_server
 ENV = "WORQR_TEST_REDIS_SERVER"
 TESTS = Path(__file__).resolve().parent.parent
 # test_delete_groups: the grave sweep picks groups with HRANDFIELD (new in 6.2).
-CORE_MODULES = ("client/test_api.py", "core/test_stateful.py", "jobs/test_delete_groups.py")
+CORE_MODULES = (
+    "client/test_api.py",
+    "core/test_functions.py",
+    "core/test_stateful.py",
+    "jobs/test_delete_groups.py",
+)
 MODERN = (7, 0)
 """The Redis version the default server should have (sharded pub/sub, errors
 from scripts with their own code, ACL selectors)."""

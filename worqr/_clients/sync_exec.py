@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from tenacity import Retrying
 
 from .._core.calls import Call, Listen, Pinned, Plan, Request, Subscribe, may_resend
 from .._core.failures import final_error
-from .._core.lua import digest, source
+from .._core.lua import digest, function_error, function_name, library, source
 from .._core.pinned import Refresh, cluster_route, commands, unknown_scripts
 from .._settings import Settings
 from . import resend
@@ -60,6 +60,10 @@ class SyncExecutor:
         self.redis = redis
         self._redis: Any = redis  # (redis-py's sync clients are not fully annotated)
         self.settings = settings
+        # Scripts run as Redis functions (`lua.library`) until this server or user
+        # turns out not to run them; never on a cluster, whose client would ask
+        # a node for an FCALL's keys first.
+        self._functions = True
         self._subscribe = subscribe
         self._add_waiter = add_waiter
         self._command_timeout = command_timeout
@@ -136,9 +140,18 @@ class SyncExecutor:
             return pipeline(redis, commands(request))
         if request.script is None:
             return redis.execute_command(*request.args)
+        keys = request.keys
+        if self._functions and not isinstance(redis, Cluster):
+            name = function_name(request.script)
+            try:
+                return redis.execute_command("FCALL", name, len(keys), *keys, *request.args)
+            except ResponseError as error:
+                if not self._loaded(redis, request.script, error):
+                    raise
+            if self._functions:
+                return redis.execute_command("FCALL", name, len(keys), *keys, *request.args)
         # EVALSHA straight away (redis-py's Script adds a fifth to a call's cost);
         # NOSCRIPT (after a restart or failover) loads the script and sends it again.
-        keys = request.keys
         try:
             return redis.execute_command(
                 "EVALSHA", digest(request.script), len(keys), *keys, *request.args
@@ -148,6 +161,29 @@ class SyncExecutor:
             return redis.execute_command(
                 "EVALSHA", digest(request.script), len(keys), *keys, *request.args
             )
+
+    def _loaded(self, redis: Any, script: str, error: ResponseError) -> bool:
+        """After ``FCALL`` of ``script`` failed with ``error``: False when that is
+        the script's own error (raise it). Else True, with the function loaded
+        (Redis did not know it: a restart, a failover, a first call), or
+        `_functions` turned off for good when this server or user cannot run
+        functions (Redis 6.2, or an ACL without FCALL and FUNCTION): scripts go
+        by ``EVALSHA`` from then on."""
+        state = function_error(error)
+        if state is None:
+            return False
+        if state == "missing":
+            try:
+                redis.execute_command("FUNCTION", "LOAD", library(script))
+                return True
+            except ResponseError as load_error:
+                state = function_error(load_error)
+                if state == "loaded":
+                    return True  # another client loaded it first
+                if state is None:
+                    raise
+        self._functions = False
+        return True
 
     def _pinned_on_cluster(self, cluster: Cluster, request: Pinned) -> list[Any]:
         ready(cluster)

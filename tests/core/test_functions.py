@@ -1,0 +1,129 @@
+"""Scripts run as Redis functions where the server and the user allow it: each
+script a library (`lua.library`) whose pieces load once, called with ``FCALL``;
+a library Redis lost (a restart, ``FUNCTION FLUSH``) is loaded again on the
+call that missed it. On Redis 6.2, or for a user whose ACL forbids ``FCALL``,
+the client falls back to ``EVALSHA`` for good. This module also runs against
+Redis 6.2 (`server_versions.CORE_MODULES`)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+from redis.exceptions import NoPermissionError, ResponseError
+
+import worqr
+from tests.support.mesh import queue_keys
+from tests.support.server_versions import redis_version, require
+from worqr._core import lua, scripts
+from worqr.embedded import EmbeddedRedis, find_redis_server
+
+
+def runs_functions(server: EmbeddedRedis) -> bool:
+    return redis_version(server.binary or find_redis_server()) >= (7, 0)
+
+
+def calls(raw: redis.Redis, command: str, field: str = "calls") -> int:
+    """A command's count in the server's statistics (``rejected_calls``: refused
+    before it ran, as for a missing ACL permission)."""
+    stats = raw.info("commandstats")
+    return int(stats.get(f"cmdstat_{command}", {}).get(field, 0))
+
+
+@pytest.fixture
+def raw(redis_server: EmbeddedRedis) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_server.url)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def test_every_script_loads_as_a_library_and_names_its_function(
+    redis_server: EmbeddedRedis, raw: redis.Redis
+) -> None:
+    for name in lua.script_names():
+        text = lua.library(name)
+        function = lua.function_name(name)
+        assert text.startswith(f"#!lua name={function}\n"), name
+        assert f"redis.register_function('{function}', function(keys, args)" in text, name
+        if not runs_functions(redis_server):
+            continue
+        try:
+            assert raw.execute_command("FUNCTION", "LOAD", text) == function.encode()
+        except ResponseError as error:  # loaded by a client of an earlier test
+            assert lua.function_error(error) == "loaded", (name, error)
+
+
+def test_a_client_runs_its_scripts_as_functions_and_reloads_what_redis_lost(
+    redis_server: EmbeddedRedis, raw: redis.Redis
+) -> None:
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    with worqr.Worqr(redis_server.url, prefix=prefix) as wq:
+        before = calls(raw, "fcall"), calls(raw, "evalsha")
+        wq.enqueue("q", "a")
+        fcalls, evalshas = calls(raw, "fcall") - before[0], calls(raw, "evalsha") - before[1]
+        if not runs_functions(redis_server):  # 6.2: FCALL is unknown; EVALSHA from then on
+            assert fcalls == 0 and evalshas >= 1  # (a NOSCRIPT first, if not loaded yet)
+            evalshas = calls(raw, "evalsha")
+            wq.enqueue("q", "b")
+            assert calls(raw, "evalsha") == evalshas + 1
+            assert raw.llen(queue_keys(prefix, "q").tasks) == 2
+            return
+        assert (fcalls, evalshas) == (1, 0)  # loaded by an earlier test, or just now
+        raw.execute_command("FUNCTION", "FLUSH")  # as a restart without persistence does
+        loads = calls(raw, "function|load")
+        wq.enqueue("q", "b")
+        assert calls(raw, "function|load") == loads + 1  # the miss loaded it, once
+        assert raw.llen(queue_keys(prefix, "q").tasks) == 2
+        assert calls(raw, "evalsha") == before[1]  # never fell back
+
+
+def test_a_user_who_may_not_run_functions_gets_evalsha(
+    redis_server: EmbeddedRedis, raw: redis.Redis
+) -> None:
+    require(redis_server, (7, 0), "functions (on 6.2 every client runs EVALSHA)")
+    user, prefix = f"nofn-{uuid.uuid4().hex[:8]}", f"t{uuid.uuid4().hex[:10]}"
+    raw.acl_setuser(
+        user,
+        enabled=True,
+        passwords=["+pw"],
+        keys="*",
+        channels="*",
+        commands=["+@all", "-fcall", "-function"],
+    )
+    url = redis_server.url.replace("redis://", f"redis://{user}:pw@")
+    try:
+        with worqr.Worqr(url, prefix=prefix) as wq:
+            refused = calls(raw, "fcall", "rejected_calls")
+            wq.enqueue("q", "a")  # FCALL refused: EVALSHA (after a NOSCRIPT, if not loaded)
+            assert calls(raw, "fcall", "rejected_calls") == refused + 1
+            evalshas = calls(raw, "evalsha")
+            wq.enqueue("q", "b")
+            assert calls(raw, "evalsha") == evalshas + 1  # straight to EVALSHA now
+            assert calls(raw, "fcall", "rejected_calls") == refused + 1  # FCALL not tried again
+            assert raw.llen(queue_keys(prefix, "q").tasks) == 2
+    finally:
+        raw.acl_deluser(user)
+
+
+def test_what_an_error_says_of_functions() -> None:
+    def says(error: ResponseError) -> str | None:
+        return lua.function_error(error)
+
+    assert says(ResponseError("Function not found")) == "missing"
+    assert says(ResponseError("Library 'worqr_enqueue_0123' already exists")) == "loaded"
+    assert says(ResponseError("unknown command `FCALL`, with args beginning with: ")) == (
+        "unsupported"
+    )
+    assert says(NoPermissionError("this user has no permissions to run the 'fcall' command")) == (
+        "unsupported"
+    )
+    # A script's own errors, and a command's inside it, are the caller's to raise.
+    assert says(ResponseError("WORQR_NOT_MEMBER")) is None
+    denied = NoPermissionError("this user has no permissions to access one of the keys")
+    assert says(denied) is None
+    assert lua.function_name("enqueue").startswith("worqr_enqueue_")
+    assert scripts.enqueue(queue_keys("p", "q"), [b"t"], publish="PUBLISH").script == "enqueue"
