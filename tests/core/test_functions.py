@@ -8,11 +8,11 @@ Redis 6.2 (`server_versions.CORE_MODULES`)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import redis
-from redis.exceptions import NoPermissionError, ResponseError
+from redis.exceptions import NoPermissionError, OutOfMemoryError, ResponseError
 
 import worqr
 from tests.support.mesh import queue_keys
@@ -127,3 +127,38 @@ def test_what_an_error_says_of_functions() -> None:
     assert says(denied) is None
     assert lua.function_name("enqueue").startswith("worqr_enqueue_")
     assert scripts.enqueue(queue_keys("p", "q"), [b"t"], publish="PUBLISH").script == "enqueue"
+
+
+def test_at_maxmemory_scripts_run_as_redis_runs_scripts(
+    make_redis: Callable[..., EmbeddedRedis],
+) -> None:
+    """Redis at maxmemory refuses a function before it runs, but refuses a
+    script only at its first write that grows memory: the client then sends it
+    by EVALSHA, so a heartbeat and a dequeue still run, and an enqueue is
+    refused with nothing applied, as before functions."""
+    server = make_redis(extra_args=["--maxmemory-policy", "noeviction"])
+    raw = redis.Redis.from_url(server.url)
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    tasks = queue_keys(prefix, "q").tasks
+    try:
+        with worqr.Worqr(server.url, prefix=prefix) as wq:
+            wq.start_worker()
+            wq.start_work("q")
+            wq.enqueue("q", "a")  # each script called once: its function is loaded
+            wq.enqueue("q", "b")
+            wq.heartbeat()
+            assert getattr(wq.dequeue("q"), "task", None) == "a"
+            raw.config_set("maxmemory", 1)  # every byte is over
+            try:
+                with pytest.raises(OutOfMemoryError):
+                    wq.enqueue("q", "c")
+                assert raw.lrange(tasks, 0, -1) == [b"b"]  # nothing applied
+                assert wq.heartbeat() in ("ok", "reaped")  # the lease kept
+                taken = wq.dequeue("q")  # its first write pops: it runs
+                assert taken is not None and taken.task == "b"
+                if runs_functions(server):  # each refused as a function first
+                    assert calls(raw, "fcall", "rejected_calls") == 3
+            finally:
+                raw.config_set("maxmemory", 0)
+    finally:
+        raw.close()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from tenacity import AsyncRetrying
 
@@ -37,6 +37,9 @@ from .async_seams import (
 )
 
 T = TypeVar("T")
+
+BY_EVALSHA = object()
+"""`AsyncExecutor._fcall`'s answer for a call that must go by ``EVALSHA``."""
 
 
 class AsyncExecutor:
@@ -140,14 +143,9 @@ class AsyncExecutor:
             return await redis.execute_command(*request.args)
         keys = request.keys
         if self._functions and not isinstance(redis, Cluster):
-            name = function_name(request.script)
-            try:
-                return await redis.execute_command("FCALL", name, len(keys), *keys, *request.args)
-            except ResponseError as error:
-                if not await self._loaded(redis, request.script, error):
-                    raise
-            if self._functions:
-                return await redis.execute_command("FCALL", name, len(keys), *keys, *request.args)
+            reply = await self._fcall(redis, request)
+            if reply is not BY_EVALSHA:
+                return reply
         # EVALSHA straight away (redis-py's Script adds a fifth to a call's cost);
         # NOSCRIPT (after a restart or failover) loads the script and sends it again.
         try:
@@ -160,28 +158,49 @@ class AsyncExecutor:
                 "EVALSHA", digest(request.script), len(keys), *keys, *request.args
             )
 
-    async def _loaded(self, redis: Any, script: str, error: ResponseError) -> bool:
-        """After ``FCALL`` of ``script`` failed with ``error``: False when that is
-        the script's own error (raise it). Else True, with the function loaded
-        (Redis did not know it: a restart, a failover, a first call), or
-        `_functions` turned off for good when this server or user cannot run
-        functions (Redis 6.2, or an ACL without FCALL and FUNCTION): scripts go
-        by ``EVALSHA`` from then on."""
-        state = function_error(error)
-        if state is None:
-            return False
-        if state == "missing":
+    async def _fcall(self, redis: Any, request: Call) -> Any:
+        """``request`` as an ``FCALL`` of its script's function: its reply, or
+        `BY_EVALSHA` when it must go by ``EVALSHA`` instead. Redis at maxmemory
+        refuses a function (not flagged ``allow-oom``) before it runs, and
+        refuses a script's write only if it is its first: nothing was written,
+        and ``EVALSHA`` applies Redis's rule for scripts (a script whose first
+        write frees memory runs; one whose first write grows it is refused)."""
+        assert request.script is not None
+        keys, name = request.keys, function_name(request.script)
+        for _ in range(2):  # a second time once the missing function is loaded
             try:
-                await redis.execute_command("FUNCTION", "LOAD", library(script))
-                return True
-            except ResponseError as load_error:
-                state = function_error(load_error)
-                if state == "loaded":
-                    return True  # another client loaded it first
+                return await redis.execute_command("FCALL", name, len(keys), *keys, *request.args)
+            except OutOfMemoryError:
+                return BY_EVALSHA
+            except ResponseError as error:
+                state = function_error(error)
                 if state is None:
-                    raise
+                    raise  # the script's own error
+                if state == "unsupported":
+                    self._functions = False  # Redis 6.2, or an ACL without FCALL: for good
+                    return BY_EVALSHA
+                if not await self._load(redis, request.script):
+                    return BY_EVALSHA
+        return BY_EVALSHA  # Redis lost it again at once (FUNCTION FLUSH): not worth a fight
+
+    async def _load(self, redis: Any, script: str) -> bool:
+        """Load ``script``'s library; False when this server or user cannot run
+        functions (Redis 6.2, an ACL without FCALL or FUNCTION: `_functions` off
+        for good) or cannot load it now (at maxmemory)."""
+        try:
+            await redis.execute_command("FUNCTION", "LOAD", library(script))
+        except OutOfMemoryError:
+            return False
+        except ResponseError as error:
+            state = function_error(error)
+            if state == "loaded":
+                return True  # another client loaded it first
+            if state != "unsupported":
+                raise
+        else:
+            return True
         self._functions = False
-        return True
+        return False
 
     async def _pinned_on_cluster(self, cluster: Cluster, request: Pinned) -> list[Any]:
         await ready(cluster)
