@@ -5,14 +5,13 @@ worqr formats key names in one place, `worqr._keys`; these helpers use it too.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from typing import Any, Protocol
 
 import redis
 import redis.asyncio
 
-from worqr._core.lua import source
+from worqr._core.lua import digest
 from worqr._keys import MeshKeys, QueueKeys
 
 from .scripts import script_of_function
@@ -53,8 +52,8 @@ def keys_under(raw: redis.Redis, prefix: str) -> list[bytes]:
 
 
 def sha(script: str) -> str:
-    """The SHA1 Redis knows a worqr script by."""
-    return hashlib.sha1(source(script).encode("utf-8")).hexdigest()
+    """The SHA1 Redis knows a worqr script by (``EVALSHA``)."""
+    return digest(script)
 
 
 def sent_script(args: tuple[Any, ...]) -> str | None:

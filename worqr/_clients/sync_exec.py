@@ -66,7 +66,7 @@ class SyncExecutor:
         # Scripts run as Redis functions (`lua.library`) until this server or user
         # turns out not to run them; never on a cluster, whose client would ask
         # a node for an FCALL's keys first.
-        self._functions = True
+        self._functions = not isinstance(redis, Cluster)
         self._subscribe = subscribe
         self._add_waiter = add_waiter
         self._command_timeout = command_timeout
@@ -144,7 +144,7 @@ class SyncExecutor:
         if request.script is None:
             return redis.execute_command(*request.args)
         keys = request.keys
-        if self._functions and not isinstance(redis, Cluster):
+        if self._functions:
             reply = self._fcall(redis, request)
             if reply is not BY_EVALSHA:
                 return reply
