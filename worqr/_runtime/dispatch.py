@@ -125,13 +125,14 @@ class Dispatcher(Hooks):
         self._track(inner)  # a drain waits for the handler
 
     def _timed_out(self, running: Running) -> None:
-        """A job ran past its timeout: an async handler is cancelled (and settled
-        when it ends); a sync one cannot be, so its attempt fails now while its
-        thread keeps the slot until it returns (it sees ``cancelled`` set)."""
+        """A job ran past its timeout: an async handler is cancelled and an
+        isolated one's child stopped (each settled when it ends); a sync one
+        cannot be, so its attempt fails now while its thread keeps the slot
+        until it returns (it sees ``cancelled`` set)."""
         if not running.stop("timeout"):
             return  # it had ended or was stopped for another reason first
         self.hooks.on_job_timeout(running.process.queue)
-        if not running.spec.is_async:
+        if not running.spec.is_async and running.halt is None:
             running.settled = True
             assert isinstance(running.process, JobProcess)
             limit = self.jobs.timeout(running.process, running.spec) or 0.0
@@ -348,7 +349,7 @@ class Dispatcher(Hooks):
             if self.running.pop(running.process.id, None) is not running:
                 continue  # a lane finished it meanwhile
             self._counted.discard(running.process.id)
-            stuck += not running.spec.is_async
+            stuck += not running.spec.is_async and running.halt is None
             self.capacity.release(running.process.queue)
             self.hooks.on_retried(running.process.queue)
         while self._line:  # taken ahead, never started

@@ -2,7 +2,8 @@
 
 In a worker whose handlers are all sync (and none persistent), each handler
 thread is a lane: it takes processes with a sync twin of the worker's client,
-runs the handler inline, and carries the finish into its next take, in one
+runs the handler inline (an isolated one's round trip to its child process
+included), and carries the finish into its next take, in one
 script call, as the loop's puller does for async handlers. A task whose handler
 returns costs no hop between threads, except the wake-up of an idle lane. Lanes
 that end while another lane's take of their queue is in flight leave their
@@ -28,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from .._clients.outage import OutageLog
 from .._hooks import Hooks
@@ -41,7 +43,7 @@ from .job_context import JobContext, set_current_job
 from .lane_calls import Finish, LaneCalls
 from .lane_orders import STOP, LaneOrders
 from .pace import HandlerPace
-from .running import HandlerEnd, Running, call_sync
+from .running import HandlerEnd, Running, call_sync, child_reports
 from .taking import Pause, SendAlone, Take, TakeLoop, Took, Wake
 
 logger = logging.getLogger("worqr.worker")
@@ -174,6 +176,8 @@ class Lanes:
             return []
         end = HandlerEnd()
         running = Running(process, spec, ProcessContext(process), inner=end)
+        if spec.isolated and dispatch.children is not None:
+            running.halt = dispatch.children.halt()  # before a cancel can find it
         context = self._context.copy()
         context.run(set_current, running.context)
         if job is not None:
@@ -191,12 +195,21 @@ class Lanes:
                 self._hooks.on_job_run_started(job)
                 enter_run(context, job.id)  # its span current in the handler (tracing)
             try:
-                end.returned(context.run(call_sync, spec.function, process.task))
+                end.returned(context.run(self._call, running))
             except BaseException as error:  # the outcome policy decides; the lane lives on
                 end.raised(error)
             return self._ended(running, lane)
         finally:
             self._idle_one()
+
+    def _call(self, running: Running) -> Any:
+        """The handler's call, on this thread: in process, or a round trip to a
+        child for an isolated one (a stop halts the child: `Running.halt`)."""
+        spec, process = running.spec, running.process
+        children = self._dispatch.children
+        if running.halt is None or children is None:
+            return call_sync(spec.function, process.task)
+        return children.run(spec.queue, process, child_reports(running.job), running.halt)
 
     def _report(self, running: Running, job: JobProcess, value: bytes) -> None:
         running.progressed = True  # its end goes through the loop, after this report

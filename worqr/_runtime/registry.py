@@ -139,12 +139,13 @@ class HandlerRegistry:
 
 
 def isolate(spec: HandlerSpec) -> HandlerSpec:
-    """``spec`` run in a child process: it then runs as the loop's async handlers
-    do (a task it can cancel, which stops the child). An async handler cannot
-    be: it never blocks a thread, and a child could not share its loop."""
+    """``spec`` run in a child process. It stays a sync handler: a thread (a
+    lane or a handler thread) waits for its child, and a stop halts the child.
+    An async handler cannot be isolated: it never blocks a thread, and a child
+    could not share its loop."""
     if spec.is_async:
         raise ValueError(
             f"the handler of queue {spec.queue!r} is async: only sync handlers can be isolated"
         )
     target_of(spec.function, spec.queue)  # a child must be able to import it
-    return dataclasses.replace(spec, isolated=True, is_async=True)
+    return dataclasses.replace(spec, isolated=True)

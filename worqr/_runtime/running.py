@@ -17,7 +17,7 @@ from .._jobs import Backoff
 from .._process import Process
 from .._tracing import enter_run
 from .context import ProcessContext, Retry, current_process, set_current
-from .isolation.pool import Reports
+from .isolation.pool import Halt, Reports
 from .job_context import Fail, JobContext, set_current_job
 from .threads import HandlerThreads
 
@@ -52,7 +52,7 @@ class HandlerSpec:
     retries: int | None = None
     backoff: Backoff | float | None = None
     timeout: float | None = None
-    isolated: bool = False  # runs in a child process of the worker's pool (`worqr._isolation`)
+    isolated: bool = False  # runs in a child process of the worker's pool (`isolation.pool`)
 
     @property
     def task_name(self) -> str:
@@ -133,6 +133,7 @@ class Running:
     job: JobContext | None = None  # set for a job's process
     deadline: asyncio.TimerHandle | None = None  # a job's timeout
     progressed: bool = False  # a lane's job reported progress: its end goes through the loop
+    halt: Halt | None = None  # an isolated run's: stops its child
 
     def stop(self, reason: Reason) -> bool:
         """Ask the handler to stop. A handler that already ended keeps its own
@@ -141,7 +142,9 @@ class Running:
             return False
         self.reason = reason
         self.context.cancelled.set()
-        if self.spec.is_async:
+        if self.halt is not None:  # its child is stopped; the run ends once it is gone
+            self.halt.halt()
+        elif self.spec.is_async:
             _cancel_until_done(self.inner)
         return True
 
@@ -199,7 +202,8 @@ def launch(
 ) -> asyncio.Future[Any]:
     """Start the handler with `current_process()` set: an asyncio task for an
     async handler, a handler thread for a sync one (in a copy of the context),
-    an asyncio task that waits for a child of ``children`` for an isolated one."""
+    and for an isolated one a handler thread that waits for a child of
+    ``children`` (`Running.stop` halts that child)."""
     context = contextvars.copy_context()
     context.run(set_current, running.context)
     if running.job is not None:
@@ -208,16 +212,22 @@ def launch(
     function, task = running.spec.function, running.process.task
     if running.spec.isolated:
         assert children is not None
-        job = running.job
-        reports = Reports(job.report, job.write_log) if job else Reports(_dropped, _dropped)
-        call = children.run(running.spec.queue, running.process, reports)
-        return loop.create_task(call, context=context, name=running.spec.task_name)
+        halt = running.halt = children.halt()
+        reports = child_reports(running.job)
+        return threads.submit(
+            context.run, children.run, running.spec.queue, running.process, reports, halt
+        )
     if running.spec.is_async:
         # Named for the lease thread's report of a blocked loop (no payload in it).
         return loop.create_task(
             _call_async(function, task), context=context, name=running.spec.task_name
         )
     return threads.submit(context.run, call_sync, function, task)
+
+
+def child_reports(job: JobContext | None) -> Reports:
+    """Where an isolated run's progress and log lines go: its job's (thread-safe)."""
+    return Reports(job.report, job.write_log) if job else Reports(_dropped, _dropped)
 
 
 def _dropped(value: bytes) -> None:

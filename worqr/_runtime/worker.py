@@ -273,7 +273,7 @@ class Worker(HandlerRegistry, Lifecycle):
 
     async def _after_close(self) -> None:
         if self._children is not None:  # every handler has ended by now
-            await self._children.close()
+            await asyncio.to_thread(self._children.close)
 
     def _serve_probes(self, port: int, host: str) -> None:
         try:
@@ -321,7 +321,7 @@ class Worker(HandlerRegistry, Lifecycle):
     def _join_steps(self, client: AsyncWorqr) -> list[Callable[[], Awaitable[Any]]]:
         steps: list[Callable[[], Awaitable[Any]]] = [client.start_worker]
         if self._children is not None:  # started ahead: no job waits for a child to boot
-            steps.insert(0, self._children.start)
+            steps.insert(0, partial(asyncio.to_thread, self._children.start))
         for queue, spec in self._specs.items():
             if spec.jobs:  # refused, naming the queue, when it holds tasks
                 steps.append(partial(client.internals.mark_job_queue, queue))
@@ -462,3 +462,4 @@ class Worker(HandlerRegistry, Lifecycle):
     def _more_to_wait_for(self) -> set[asyncio.Future[Any]]:
         drained = None if self._lanes is None else self._lanes.drained()
         return set() if drained is None else {drained}
+

@@ -95,6 +95,15 @@ def refuse(payload: str) -> object:
     return {"not": "storable"} if payload != "retry" else "retried"
 
 
+def hold(payload: str) -> str:
+    """``<seconds>:<path>``: writes its child's pid to ``path`` as it starts,
+    sleeps, then returns the pid (any handler: it reads no job)."""
+    seconds, _, path = payload.partition(":")
+    Path(path).write_text(str(os.getpid()))
+    time.sleep(float(seconds))
+    return str(os.getpid())
+
+
 def task(payload: str) -> None:
     """A task queue's handler: appends its pid and task to the file it names."""
     path, _, text = payload.partition(":")

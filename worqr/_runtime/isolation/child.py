@@ -66,7 +66,7 @@ class Child:
             set_current_job(JobContext(process, cancelled, self._progress, self._log))
         try:
             result = self.functions[header["handler"]](process.task)
-            if inspect.isawaitable(result):
+            if type(result) not in _RETURNS and inspect.isawaitable(result):
                 getattr(result, "close", lambda: None)()
                 raise TypeError(
                     f"the handler of queue {process.queue!r} returned an awaitable; "
@@ -89,6 +89,9 @@ class Child:
         if self.cancelled is not None:
             self.cancelled.set()
         raise SystemExit(EXIT_ON_TERM)
+
+
+_RETURNS = frozenset({type(None), str, bytes})  # what handlers return: no awaitable
 
 
 def returned(result: object) -> dict[str, Any]:

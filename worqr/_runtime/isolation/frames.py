@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 LENGTHS = struct.Struct(">II")
 MAX_HEADER_BYTES = 1 << 20  # a header is a few fields; more means a broken stream
@@ -29,8 +29,12 @@ class BrokenStreamError(Exception):
     """The other side wrote something that is not a frame."""
 
 
+_encode = json.JSONEncoder(separators=(",", ":")).encode  # made once: a frame per job
+_decode = json.JSONDecoder().decode
+
+
 def pack(header: dict[str, Any], body: bytes = b"") -> bytes:
-    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    head = _encode(header).encode("utf-8")
     return LENGTHS.pack(len(head), len(body)) + head + body
 
 
@@ -42,13 +46,16 @@ def _unpack(lengths: bytes) -> tuple[int, int]:
 
 
 def _header(raw: bytes) -> dict[str, Any]:
-    header = json.loads(raw)
+    try:
+        header = _decode(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise BrokenStreamError(f"a frame header that is not JSON: {error}") from None
     if not isinstance(header, dict) or not isinstance(header.get("t"), str):
         raise BrokenStreamError("a frame header without its type")
     return header
 
 
-def read(stream: BinaryIO) -> Frame | None:
+def read(stream: IO[bytes]) -> Frame | None:
     """The next frame from a blocking stream; None at its end."""
     lengths = _read_exactly(stream, LENGTHS.size)
     if lengths is None:
@@ -61,7 +68,7 @@ def read(stream: BinaryIO) -> Frame | None:
     return _header(head), body
 
 
-def _read_exactly(stream: BinaryIO, size: int) -> bytes | None:
+def _read_exactly(stream: IO[bytes], size: int) -> bytes | None:
     chunks, left = [], size
     while left:
         chunk = stream.read(left)

@@ -2,33 +2,40 @@
 
 `ChildPool.start` starts ``size`` children ahead (one per concurrency slot)
 and a spare, so that a job never waits for an interpreter to boot, not even
-right after a child was replaced. `ChildPool.run` sends a
-process to an idle child and waits for its answer, passing progress on. When
-the task running it is cancelled (a timeout, a cancel, a lost lease, the end
-of a grace period), the child is stopped, SIGTERM then SIGKILL after
-``grace`` seconds, and only then does the cancellation go on: the runtime
-settles the attempt after its handler's task ended, so a retry never starts
-beside a child still running. A child that died, was stopped, ran
-``max_jobs`` jobs or grew past ``max_memory`` bytes is replaced in the
-background.
+right after a child was replaced. `ChildPool.run` sends a process to an idle
+child and waits for its answer, passing progress on. It blocks: a lane runs
+it on its own thread, as it runs an in-process sync handler, and the event
+loop on a handler thread. A pipe's round trip on a thread costs the worker a
+write and a read, which is what makes an isolated job cheap; the loop's
+transports cost a task, a future and a callback more per job.
 
-Children are fresh interpreters (``python -m worqr._runtime.isolation.child``), never
-forks of the worker: a fork of a process with threads (the worker's lanes,
-Redis connections, the lease thread) may inherit a lock held by another thread
-and hang. Their cost is paid once, ahead, and again only when one is replaced.
+A run is stopped (a timeout, a cancel, a lost lease, the end of a grace
+period) through its `Halt`: its child gets SIGTERM, then SIGKILL after
+``grace`` seconds, and the run ends once the child is gone (the pipe's end
+is read and the child reaped). The runtime settles the attempt after that, so
+a retry never starts beside a child still running. A child that died, was
+stopped, ran ``max_jobs`` jobs or grew past ``max_memory`` bytes is replaced
+on a thread of its own.
+
+Children are fresh interpreters (``python -m worqr._runtime.isolation.child``),
+never forks of the worker: a fork of a process with threads (the worker's
+lanes, Redis connections, the lease thread) may inherit a lock held by
+another thread and hang. Their cost is paid once, ahead, and again only when
+one is replaced.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import signal
+import subprocess
 import sys
-from collections import deque
-from collections.abc import Awaitable, Callable
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from ..._errors import WorqrError
 from ..._process import Process
@@ -47,10 +54,17 @@ its timeout does not run out meanwhile)."""
 REPLACE_BACKOFF = 1.0
 """Seconds between tries to start a replacement that failed to boot."""
 
+WAIT_CHECK_SECONDS = 0.1
+"""While a run waits for a child (none idle: replacements boot), how often it
+looks whether it was halted meanwhile."""
+
+LOG_JOIN_SECONDS = 1.0
+"""How long a stopped child's last output may take to reach the log."""
+
 
 class Reports(NamedTuple):
-    """Where a job's progress values and log lines from its child go (a task's
-    handler has neither: both drop them)."""
+    """Where a job's progress values and log lines from its child go, from the
+    running thread (a task's handler has neither: both drop them)."""
 
     progress: Callable[[bytes], object]
     log: Callable[[bytes], object]
@@ -70,81 +84,91 @@ class PoolSettings:
 
 
 class HandlerChild:
-    """One child process and its pipes."""
+    """One child process and its pipes. One thread at a time runs a job on it;
+    `terminate` may come from any thread."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
         self.jobs = 0
         self.rss = 0
         self.broken = False  # stopped or died: never given another job
-        self._log = asyncio.ensure_future(_log_lines(process))
+        self._log = threading.Thread(
+            target=_log_lines, args=(process,), name=f"worqr-child-{process.pid}", daemon=True
+        )
+        self._log.start()
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
     @classmethod
-    async def start(cls, targets: dict[str, Target], *, memory: bool = False) -> HandlerChild:
+    def spawn(cls) -> HandlerChild:
+        """A child process, not booted yet (`boot`)."""
+        process = subprocess.Popen(
+            [sys.executable, "-m", "worqr._runtime.isolation.child"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        return cls(process)
+
+    @classmethod
+    def start(cls, targets: dict[str, Target], *, memory: bool) -> HandlerChild:
         """A child that imported ``targets``; ``memory``: it reports its resident
         memory after each job (for ``max_memory``)."""
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "worqr._runtime.isolation.child",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        child = cls(process)
+        child = cls.spawn()
         try:
-            await child.boot(targets, memory)
+            child.boot(targets, memory)
+            child.ready()
         except BaseException:
-            await child.stop(0.0)
+            child.stop(0.0)
             raise
         return child
 
-    async def boot(self, targets: dict[str, Target], memory: bool) -> None:
-        """Send the child its handlers to import; returns once it is ready."""
-        self._send({"t": "boot", "path": sys.path, "targets": targets, "memory": memory})
-        await self._drain()
-        ready = await frames.read_async(self._stdout)
+    def boot(self, targets: dict[str, Target], memory: bool) -> None:
+        """Send the child its handlers to import (`ready` waits for it)."""
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it died:
+            self._send(  # `ready` says how
+                {"t": "boot", "path": sys.path, "targets": targets, "memory": memory}
+            )
+
+    def ready(self) -> None:
+        """Return once the child imported its handlers; `ChildBootError` when it
+        could not (it exited)."""
+        ready = frames.read(self._stdout)
         if ready is None:
-            death = death_of(await self.process.wait())
-            await self._log
+            death = death_of(self.process.wait())
+            self._log.join()
             raise ChildBootError(
                 f"an isolated handler's child could not start: {death} (see the log)"
             )
         self.rss = int(ready[0].get("rss", 0))
 
     @property
-    def _stdout(self) -> asyncio.StreamReader:
+    def _stdout(self) -> IO[bytes]:
         assert self.process.stdout is not None
         return self.process.stdout
 
     def _send(self, header: dict[str, Any], body: bytes = b"") -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(frames.pack(header, body))
+        stdin = self.process.stdin
+        assert stdin is not None
+        stdin.write(frames.pack(header, body))
+        stdin.flush()
 
-    async def _drain(self) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.drain()
-
-    async def run(self, handler: str, process: Process, reports: Reports) -> Any:
+    def run(self, handler: str, process: Process, reports: Reports) -> Any:
         """Run ``process`` with ``handler`` (a queue's name); the handler's return
-        value, or what it raised. Its progress values and job log lines go to
-        ``reports`` as they come."""
-        try:
-            self._send(
+        value, or what it raised (`ChildDiedError` when the child ended in the
+        middle). Its progress values and job log lines go to ``reports`` as they
+        come."""
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it died:
+            self._send(  # its end is read below
                 {"t": "run", "handler": handler, "process": process_header(process)}, process.data
             )
-            await self._drain()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # it died: its end is read below
         while True:
-            frame = await frames.read_async(self._stdout)
+            frame = frames.read(self._stdout)
             if frame is None:
                 self.broken = True
-                raise death_of(await self.process.wait())
+                raise death_of(self.process.wait())
             header, body = frame
             kind = header["t"]
             if kind == "progress":
@@ -159,163 +183,261 @@ class HandlerChild:
                 return value_of(header, body)
             raise error_of(header)
 
-    async def stop(self, grace: float) -> None:
-        """SIGTERM (the handler unwinds), then SIGKILL after ``grace`` seconds;
-        returns once the child is gone."""
+    def terminate(self, grace: float) -> None:
+        """SIGTERM now (the handler unwinds), SIGKILL in ``grace`` seconds if it
+        still runs; returns at once (any thread)."""
         self.broken = True
-        if self.process.returncode is None:
-            try:
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGTERM)  # nothing once it was reaped
+        kill = threading.Timer(grace, self._kill)
+        kill.daemon = True
+        kill.start()
+
+    def _kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            if self.process.poll() is None:
+                self.process.kill()
+
+    def stop(self, grace: float) -> None:
+        """SIGTERM, then SIGKILL after ``grace`` seconds; returns once the child
+        is gone."""
+        self.broken = True
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
                 self.process.send_signal(signal.SIGTERM)
-                await asyncio.wait_for(self.process.wait(), grace)
-            except (TimeoutError, ProcessLookupError):
-                if self.process.returncode is None:
-                    self.process.kill()
-        await self.process.wait()
-        await asyncio.wait({self._log}, timeout=1.0)
+            try:
+                self.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                self._kill()
+        self.process.wait()
+        self._close_pipes()
+        self._log.join(LOG_JOIN_SECONDS)
 
-    async def close(self, grace: float) -> None:
-        """Let an idle child exit on its own (its input ends), else stop it."""
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self.process.wait()), grace)
-        await self.stop(grace)
+    def end_input(self) -> None:
+        """Close the child's input: an idle child exits on its own."""
+        stdin = self.process.stdin
+        if stdin is not None:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
+    def close(self, grace: float, deadline: float | None = None) -> None:
+        """Let an idle child exit on its own (its input ends) within ``grace``
+        seconds (or by the monotonic ``deadline``), else stop it."""
+        self.end_input()
+        wait = grace if deadline is None else max(0.0, deadline - time.monotonic())
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(wait)
+        self.stop(grace)
+
+    def _close_pipes(self) -> None:
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
 
-async def _log_lines(process: asyncio.subprocess.Process) -> None:
+def _log_lines(process: subprocess.Popen[bytes]) -> None:
     """What a child writes (its handlers' prints, tracebacks) goes to the log."""
-    assert process.stderr is not None
-    while line := await process.stderr.readline():
-        logger.info("child %d: %s", process.pid, line.decode("utf-8", "replace").rstrip())
+    stderr = process.stderr
+    assert stderr is not None
+    with stderr:
+        for line in stderr:
+            logger.info("child %d: %s", process.pid, line.decode("utf-8", "replace").rstrip())
+
+
+class Halt:
+    """How one run's child is stopped, from any thread (`Running.stop`).
+
+    The run attaches its child before it sends the job and detaches it before
+    the child goes back to the pool, under one lock with `halt`: a halt reaches
+    the child only while it runs this job, and a halt that comes before the
+    job is sent keeps it from being sent."""
+
+    __slots__ = ("_child", "_grace", "_halted", "_lock")
+
+    def __init__(self, grace: float) -> None:
+        self._grace = grace
+        self._lock = threading.Lock()
+        self._child: HandlerChild | None = None
+        self._halted = False
+
+    def halt(self) -> None:
+        with self._lock:
+            self._halted = True
+            if self._child is not None:
+                self._child.terminate(self._grace)
+
+    def attach(self, child: HandlerChild) -> bool:
+        """False when the run was halted already (its job must not be sent)."""
+        with self._lock:
+            if self._halted:
+                return False
+            self._child = child
+            return True
+
+    @property
+    def halted(self) -> bool:
+        return self._halted
+
+    def detach(self) -> None:
+        with self._lock:
+            self._child = None
+
+
+class HaltedBeforeStartError(Exception):
+    """The run was stopped before its job reached a child (its outcome is the
+    stop's: a cancel, a timeout, a lost lease)."""
 
 
 class ChildPool:
-    """``settings.size`` handler children, started ahead and replaced as they go."""
+    """``settings.size`` handler children, started ahead and replaced as they go.
+    Every method blocks; any thread may call them."""
 
     def __init__(self, targets: dict[str, Target], settings: PoolSettings) -> None:
         self.targets = targets
         self.settings = settings
+        self._changed = threading.Condition()  # guards the fields below
         self._idle: list[HandlerChild] = []
-        self._waiters: deque[asyncio.Future[HandlerChild]] = deque()
         self._busy: set[HandlerChild] = set()
-        self._replacing: set[asyncio.Task[None]] = set()  # starting replacements
-        self._retiring: set[asyncio.Task[None]] = set()  # worn children closing
+        self._background: set[threading.Thread] = set()  # replacing or retiring children
         self._closed = False
         self.replaced = 0  # children replaced so far (died, stopped or recycled)
 
     @property
     def pids(self) -> list[int]:
         """The children's process ids, idle and busy (the tests' view)."""
-        return [child.pid for child in (*self._idle, *self._busy)]
+        with self._changed:
+            return [child.pid for child in (*self._idle, *self._busy)]
 
-    async def start(self) -> None:
-        started = await asyncio.gather(
-            *(self._start_one() for _ in range(self.settings.size + SPARE_CHILDREN)),
-            return_exceptions=True,
-        )
-        children = [each for each in started if isinstance(each, HandlerChild)]
-        failed = [each for each in started if isinstance(each, BaseException)]
-        if failed:
-            await asyncio.gather(*(child.stop(0.0) for child in children))
-            raise failed[0]
-        self._idle.extend(children)
+    def halt(self) -> Halt:
+        """A new run's halt (`run`)."""
+        return Halt(self.settings.grace)
 
-    def _start_one(self) -> Awaitable[HandlerChild]:
-        return HandlerChild.start(self.targets, memory=self.settings.max_memory is not None)
-
-    async def run(self, handler: str, process: Process, reports: Reports) -> Any:
-        child = await self._acquire()
+    def start(self) -> None:
+        """Start the children; they boot side by side."""
+        memory = self.settings.max_memory is not None
+        children: list[HandlerChild] = []
         try:
-            return await child.run(handler, process, reports)
-        except asyncio.CancelledError:
-            await _uncancellable(child.stop(self.settings.grace))
+            for _ in range(self.settings.size + SPARE_CHILDREN):
+                children.append(HandlerChild.spawn())
+            for child in children:
+                child.boot(self.targets, memory)
+            for child in children:  # they import side by side
+                child.ready()
+        except BaseException:
+            for child in children:
+                child.stop(0.0)
             raise
+        with self._changed:
+            if not self._closed:
+                self._idle.extend(children)
+                self._changed.notify_all()
+                return
+        for child in children:  # the worker stopped while they booted
+            child.close(self.settings.grace)
+
+    def run(self, handler: str, process: Process, reports: Reports, halt: Halt) -> Any:
+        """Run ``process`` on an idle child (waiting for one if none is);
+        ``halt`` stops it (`HaltedBeforeStartError` when it came first)."""
+        child = self._acquire(halt)
+        try:
+            if not halt.attach(child):
+                raise HaltedBeforeStartError("the handler was stopped before it started")
+            try:
+                return child.run(handler, process, reports)
+            finally:
+                halt.detach()
+                if child.broken:  # halted: gone before the attempt is settled
+                    child.stop(self.settings.grace)
         finally:
             self._release(child)
 
-    async def _acquire(self) -> HandlerChild:
-        if self._closed:
-            raise WorqrError("the worker's handler children are closed")
-        if self._idle:
+    def _acquire(self, halt: Halt) -> HandlerChild:
+        with self._changed:
+            while not self._idle:
+                if self._closed:
+                    raise WorqrError("the worker's handler children are closed")
+                if halt.halted:
+                    raise HaltedBeforeStartError("the handler was stopped before it started")
+                self._changed.wait(WAIT_CHECK_SECONDS)
+            if self._closed:
+                raise WorqrError("the worker's handler children are closed")
             child = self._idle.pop()
-        else:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            try:
-                child = await waiter
-            except asyncio.CancelledError:
-                if waiter.done() and not waiter.cancelled():
-                    self._give(waiter.result())  # handed over as this task was cancelled
-                raise
-        self._busy.add(child)
-        return child
+            self._busy.add(child)
+            return child
 
     def _release(self, child: HandlerChild) -> None:
-        self._busy.discard(child)
         settings = self.settings
         worn = (settings.max_jobs is not None and child.jobs >= settings.max_jobs) or (
             settings.max_memory is not None and child.rss > settings.max_memory
         )
-        if child.broken or worn or child.process.returncode is not None:
+        with self._changed:
+            self._busy.discard(child)
+            if not (child.broken or worn or child.process.poll() is not None):
+                self._idle.append(child)
+                self._changed.notify()
+                return
             self.replaced += 1
             if worn:
-                self._background(self._retiring, child.close(settings.grace))
                 logger.info(
                     "child %d replaced after %d jobs (%d bytes resident)",
                     child.pid,
                     child.jobs,
                     child.rss,
                 )
-            self._background(self._replacing, self._replace())
+            self._in_background(_leaving(child, settings.grace, worn))
+
+    def _in_background(self, work: Callable[[], None]) -> None:
+        """Run ``work`` (then a replacement's start) on a thread of its own; the
+        caller holds ``_changed``."""
+        if self._closed:
             return
-        self._give(child)
+        thread = threading.Thread(target=self._replace, args=(work,), name="worqr-child-start")
+        self._background.add(thread)
+        thread.start()
 
-    def _give(self, child: HandlerChild) -> None:
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(child)
-                return
-        self._idle.append(child)
-
-    async def _replace(self) -> None:
-        while not self._closed:
-            try:
-                child = await HandlerChild.start(
-                    self.targets, memory=self.settings.max_memory is not None
-                )
-            except ChildBootError as error:
-                logger.error("%s; trying again in %g s", error, REPLACE_BACKOFF)
-                await asyncio.sleep(REPLACE_BACKOFF)
-                continue
-            if self._closed:
-                await child.close(self.settings.grace)
-            else:
-                self._give(child)
-            return
-
-    @staticmethod
-    def _background(tasks: set[asyncio.Task[None]], work: Any) -> None:
-        task = asyncio.ensure_future(work)
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-
-    async def close(self) -> None:
-        """Stop every child (the worker's handlers have ended by now)."""
-        self._closed = True
-        for task in list(self._replacing):
-            task.cancel()  # a child it started meanwhile is stopped by its start
-        await asyncio.gather(*self._replacing, *self._retiring, return_exceptions=True)
-        children, self._idle = [*self._idle, *self._busy], []
-        await asyncio.gather(*(child.close(self.settings.grace) for child in children))
-
-
-async def _uncancellable(work: Any) -> None:
-    """Await ``work`` to its end even if the awaiting task is cancelled again
-    (a child must be gone before its job's outcome is settled)."""
-    task = asyncio.ensure_future(work)
-    while not task.done():
+    def _replace(self, retire: Callable[[], None]) -> None:
         try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            continue
+            retire()
+            memory = self.settings.max_memory is not None
+            while not self._closed:
+                try:
+                    child = HandlerChild.start(self.targets, memory=memory)
+                except ChildBootError as error:
+                    logger.error("%s; trying again in %g s", error, REPLACE_BACKOFF)
+                    time.sleep(REPLACE_BACKOFF)
+                    continue
+                with self._changed:
+                    if not self._closed:
+                        self._idle.append(child)
+                        self._changed.notify()
+                        return
+                child.close(self.settings.grace)
+                return
+        finally:
+            with self._changed:
+                self._background.discard(threading.current_thread())
+
+    def close(self) -> None:
+        """Stop every child (the worker's handlers have ended by now)."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+            background = list(self._background)
+            children, self._idle = [*self._idle, *self._busy], []
+        for thread in background:
+            thread.join()
+        grace = self.settings.grace
+        for child in children:
+            child.end_input()  # all at once: they exit side by side
+        deadline = time.monotonic() + grace
+        for child in children:
+            child.close(grace, deadline)
+
+
+def _leaving(child: HandlerChild, grace: float, worn: bool) -> Callable[[], None]:
+    """What ends a child that leaves the pool: a worn one is let exit, a broken
+    one was stopped by its run already (its reaping is all that is left)."""
+    if worn:
+        return lambda: child.close(grace)
+    return lambda: child.stop(grace)

@@ -33,54 +33,58 @@ def value_in(value: dict[str, str] | None) -> str | bytes | None:
     return base64.b64decode(value["b64"])
 
 
-def process_header(process: Process) -> dict[str, Any]:
-    """The fields of ``process`` a child needs, for a `run` frame."""
-    header: dict[str, Any] = {
-        "id": process.id,
-        "queue": process.queue,
-        "worker": process.worker_id,
-        "decoded": isinstance(process.task, str),
-    }
-    if isinstance(process, JobProcess):
-        header["job"] = {
-            "id": process.job_id,
-            "entry": process.entry,
-            "attempt": process.attempt,
-            "failures": process.failures,
-            "recoveries": process.recoveries,
-            "waited": process.waited,
-            "timeout": process.timeout,
-            "child_policy": process.child_policy,
-            "children": [
-                [c.index, c.id, c.queue, c.state, value_out(c.result), c.error]
-                for c in process.children or ()
-            ],
-        }
-    return header
+def process_header(process: Process) -> list[Any]:
+    """The fields of ``process`` a child needs, for a `run` frame: a list, not
+    an object, as JSON is a fair share of an isolated job's cost. A job's are
+    ``[id, queue, worker, decoded, [job_id, entry, attempt, failures,
+    recoveries, waited, timeout, child_policy, children]]``; a task's end in
+    None instead of the job's list."""
+    base = [process.id, process.queue, process.worker_id, isinstance(process.task, str)]
+    if not isinstance(process, JobProcess):
+        return [*base, None]
+    children = [
+        [c.index, c.id, c.queue, c.state, value_out(c.result), c.error]
+        for c in process.children or ()
+    ]
+    job = [
+        process.job_id,
+        process.entry,
+        process.attempt,
+        process.failures,
+        process.recoveries,
+        process.waited,
+        process.timeout,
+        process.child_policy,
+        children,
+    ]
+    return [*base, job]
 
 
-def process_from(header: dict[str, Any], data: bytes) -> Process:
+def process_from(header: list[Any], data: bytes) -> Process:
     """The `Process` (or `JobProcess`) a `run` frame describes."""
-    task = decode_task(data, bool(header["decoded"]))
-    base = (header["id"], header["queue"], task, data, header["worker"])
-    job = header.get("job")
+    pid, queue, worker, decoded, job = header
+    task = decode_task(data, bool(decoded))
     if job is None:
-        return Process(*base)
-    children = tuple(
-        ChildOutcome(index, id, queue, state, value_in(result), error)
-        for index, id, queue, state, result, error in job["children"]
-    )
+        return Process(pid, queue, task, data, worker)
+    job_id, entry, attempt, failures, recoveries, waited, timeout, policy, children = job
     return JobProcess(
-        *base,
-        job_id=job["id"],
-        entry=job["entry"],
-        attempt=job["attempt"],
-        failures=job["failures"],
-        recoveries=job["recoveries"],
-        waited=job["waited"],
+        pid,
+        queue,
+        task,
+        data,
+        worker,
+        job_id=job_id,
+        entry=entry,
+        attempt=attempt,
+        failures=failures,
+        recoveries=recoveries,
+        waited=waited,
         retries=None,
         backoff=None,
-        timeout=job["timeout"],
-        children=children,
-        child_policy=job["child_policy"],
+        timeout=timeout,
+        children=tuple(
+            ChildOutcome(index, id, queue, state, value_in(result), error)
+            for index, id, queue, state, result, error in children
+        ),
+        child_policy=policy,
     )
