@@ -45,7 +45,9 @@ class Child:
         self.memory = Memory(watched=False)
 
     def send(self, header: dict[str, Any], body: bytes = b"") -> None:
-        frame = frames.pack(header, body)
+        self.send_packed(frames.pack(header, body))
+
+    def send_packed(self, frame: bytes) -> None:
         with self.write_lock:
             self.out.write(frame)
             self.out.flush()
@@ -73,11 +75,14 @@ class Child:
                     "an isolated handler must be a plain function"
                 )
         except Exception as error:
-            self.send({"t": "raised", "rss": self.memory.resident(), **raised(error)})
+            self.send(self.memory.noted({"t": "raised", **raised(error)}))
             return
         finally:
             self.cancelled = None
-        self.send({"t": "done", "rss": self.memory.resident(), **returned(result)}, _body(result))
+        if result is None and not self.memory.watched:  # the common end, packed once
+            self.send_packed(DONE_WITH_NONE)
+        else:
+            self.send(self.memory.noted({"t": "done", **returned(result)}), _body(result))
 
     def _progress(self, value: bytes) -> None:
         self.send({"t": "progress"}, value)
@@ -90,6 +95,8 @@ class Child:
             self.cancelled.set()
         raise SystemExit(EXIT_ON_TERM)
 
+
+DONE_WITH_NONE = frames.pack({"t": "done", "kind": "n"})  # what most jobs answer
 
 _RETURNS = frozenset({type(None), str, bytes})  # what handlers return: no awaitable
 
@@ -139,11 +146,18 @@ class Memory:
     worker limits it (``watched``): Linux's /proc, opened once; 0 elsewhere."""
 
     def __init__(self, *, watched: bool) -> None:
+        self.watched = watched
         self._page = os.sysconf("SC_PAGE_SIZE")
         self._statm: int | None = None
         if watched:
             with contextlib.suppress(OSError):
                 self._statm = os.open("/proc/self/statm", os.O_RDONLY)
+
+    def noted(self, header: dict[str, Any]) -> dict[str, Any]:
+        """``header`` with this process's resident memory (``rss``) when watched."""
+        if self.watched:
+            header["rss"] = self.resident()
+        return header
 
     def resident(self) -> int:
         if self._statm is None:

@@ -61,11 +61,10 @@ def read(stream: IO[bytes]) -> Frame | None:
     if lengths is None:
         return None
     head_size, body_size = _unpack(lengths)
-    head = _read_exactly(stream, head_size)
-    body = _read_exactly(stream, body_size)
-    if head is None or body is None:
+    rest = _read_exactly(stream, head_size + body_size)  # one read, not two
+    if rest is None:
         return None
-    return _header(head), body
+    return _header(rest[:head_size]), rest[head_size:]
 
 
 def _read_exactly(stream: IO[bytes], size: int) -> bytes | None:

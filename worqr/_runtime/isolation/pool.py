@@ -373,7 +373,7 @@ class ChildPool:
         )
         with self._changed:
             self._busy.discard(child)
-            if not (child.broken or worn or child.process.poll() is not None):
+            if not (child.broken or worn or child.process.returncode is not None):
                 self._idle.append(child)
                 self._changed.notify()
                 return
