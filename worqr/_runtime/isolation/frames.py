@@ -9,7 +9,7 @@ Worker to child: ``boot`` (once: sys.path and the handlers to import), then
 ``run`` frames, one job at a time. Child to worker: ``ready`` after its boot;
 while a job runs, ``progress`` and ``job_log`` frames (a line of the job's
 log); then one ``done`` or ``raised`` frame, with the child's resident memory
-in bytes (``rss``).
+in bytes (``rss``) when the worker limits it.
 """
 
 from __future__ import annotations

@@ -328,12 +328,17 @@ class ChildPool:
             for child in children:
                 child.stop(0.0)
             raise
+        self._keep(children)
+
+    def _keep(self, children: list[HandlerChild]) -> None:
+        """Booted children join the idle ones; they close instead when the
+        pool closed while they booted (the worker stopped)."""
         with self._changed:
             if not self._closed:
                 self._idle.extend(children)
                 self._changed.notify_all()
                 return
-        for child in children:  # the worker stopped while they booted
+        for child in children:
             child.close(self.settings.grace)
 
     def run(self, handler: str, process: Process, reports: Reports, halt: Halt) -> Any:
@@ -407,12 +412,7 @@ class ChildPool:
                     logger.error("%s; trying again in %g s", error, REPLACE_BACKOFF)
                     time.sleep(REPLACE_BACKOFF)
                     continue
-                with self._changed:
-                    if not self._closed:
-                        self._idle.append(child)
-                        self._changed.notify()
-                        return
-                child.close(self.settings.grace)
+                self._keep([child])
                 return
         finally:
             with self._changed:
