@@ -462,4 +462,3 @@ class Worker(HandlerRegistry, Lifecycle):
     def _more_to_wait_for(self) -> set[asyncio.Future[Any]]:
         drained = None if self._lanes is None else self._lanes.drained()
         return set() if drained is None else {drained}
-
