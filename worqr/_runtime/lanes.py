@@ -176,7 +176,8 @@ class Lanes:
             return []
         end = HandlerEnd()
         running = Running(process, spec, ProcessContext(process), inner=end)
-        if spec.isolated and dispatch.children is not None:
+        if spec.isolated:
+            assert dispatch.children is not None  # a worker with isolated handlers has one
             running.halt = dispatch.children.halt()  # before a cancel can find it
         context = self._context.copy()
         context.run(set_current, running.context)
@@ -205,11 +206,12 @@ class Lanes:
     def _call(self, running: Running) -> Any:
         """The handler's call, on this thread: in process, or a round trip to a
         child for an isolated one (a stop halts the child: `Running.halt`)."""
-        spec, process = running.spec, running.process
-        children = self._dispatch.children
-        if running.halt is None or children is None:
+        spec, process, halt = running.spec, running.process, running.halt
+        if halt is None:
             return call_sync(spec.function, process.task)
-        return children.run(spec.queue, process, child_reports(running.job), running.halt)
+        children = self._dispatch.children
+        assert children is not None  # the halt came from it
+        return children.run(spec.queue, process, child_reports(running.job), halt)
 
     def _report(self, running: Running, job: JobProcess, value: bytes) -> None:
         running.progressed = True  # its end goes through the loop, after this report
