@@ -7,6 +7,7 @@ Redis 6.2 (`server_versions.CORE_MODULES`)."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -48,7 +49,7 @@ def test_every_script_loads_as_a_library_and_names_its_function(
         text = lua.library(name)
         function = lua.function_name(name)
         assert text.startswith(f"#!lua name={function}\n"), name
-        assert f"redis.register_function('{function}', function(keys, args)" in text, name
+        assert f"redis.register_function{{function_name='{function}', callback=" in text, name
         if not runs_functions(redis_server):
             continue
         try:
@@ -160,5 +161,56 @@ def test_at_maxmemory_scripts_run_as_redis_runs_scripts(
                     assert calls(raw, "fcall", "rejected_calls") == 3
             finally:
                 raw.config_set("maxmemory", 0)
+    finally:
+        raw.close()
+
+
+def test_the_scripts_flagged_no_writes_are_those_that_call_no_write_command(
+    raw: redis.Redis,
+) -> None:
+    """`lua.READ_ONLY` is derived by hand; the server's command table says which
+    commands write. A flagged script that wrote would fail at that write; an
+    unflagged one that only reads would be refused where writes are."""
+    table = raw.command()
+    literal = re.compile(r"redis\.p?call\(\s*(['\"])([A-Za-z]+)\1")
+    read_only = set()
+    for name in lua.script_names():
+        text = lua.source(name)
+        commands = {match.group(2).lower() for match in literal.finditer(text)}
+        named_at_run_time = text.count("redis.call(") + text.count("redis.pcall(") > len(
+            literal.findall(text)
+        )  # a command in a variable (PUBLISH or SPUBLISH): it may write
+        if not named_at_run_time and not any("write" in _flags(table[c]) for c in commands):
+            read_only.add(name)
+    assert read_only == lua.READ_ONLY
+
+
+def _flags(entry: dict[str, object]) -> set[str]:
+    flags = entry["flags"]
+    assert isinstance(flags, list | set | tuple)
+    return {flag.decode() if isinstance(flag, bytes) else str(flag) for flag in flags}
+
+
+def test_reads_run_where_redis_refuses_writes(
+    make_redis: Callable[..., EmbeddedRedis],
+) -> None:
+    """With too few replicas for ``min-replicas-to-write``, Redis refuses every
+    write, and an unflagged function before it runs: the counts (a `no-writes`
+    function) are still read, and a submit is refused with nothing applied."""
+    server = make_redis()
+    raw = redis.Redis.from_url(server.url)
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    try:
+        with worqr.Worqr(server.url, prefix=prefix) as wq:
+            wq.submit("q", "a")
+            assert wq.count_jobs("q")["queued"] == 1  # its function is loaded
+            raw.config_set("min-replicas-to-write", 1)  # no replica: writes refused
+            try:
+                assert wq.count_jobs("q")["queued"] == 1
+                with pytest.raises(ResponseError, match="NOREPLICAS"):
+                    wq.submit("q", "b")
+                assert wq.count_jobs("q")["queued"] == 1  # nothing applied
+            finally:
+                raw.config_set("min-replicas-to-write", 0)
     finally:
         raw.close()

@@ -179,12 +179,23 @@ def digest(name: str) -> str:
     return hashlib.sha1(source(name).encode("utf-8")).hexdigest()
 
 
+READ_ONLY = frozenset({"history_read", "job_counts", "job_outbox_age"})
+"""Scripts that never write: their functions are flagged ``no-writes``, so Redis
+runs them where it refuses writes (a read-only replica, a failed RDB save, too
+few replicas for ``min-replicas-to-write``), as it runs a script that only
+reads. Unflagged, a function is refused there before it runs.
+`tests/core/test_functions.py` checks this set against the commands each
+script calls."""
+
+
 @cache
 def function_name(name: str) -> str:
     """The name of one script's Redis function, and of the library that holds
-    it: the script's name and its digest (another worqr version's text is
-    another library, so versions side by side never replace each other's)."""
-    return f"worqr_{name}_{digest(name)[:16]}"
+    it: the script's name and a digest of its text and flags (another worqr
+    version's text is another library, so versions side by side never replace
+    each other's)."""
+    flagged = (source(name) + ("\n-- no-writes" if name in READ_ONLY else "")).encode("utf-8")
+    return f"worqr_{name}_{hashlib.sha1(flagged).hexdigest()[:16]}"
 
 
 @cache
@@ -200,11 +211,12 @@ def library(name: str) -> str:
     call at a time)."""
     head, pieces, rest = _parts(raw_source(name), raw_lib, name)
     function = function_name(name)
+    flags = ", flags={'no-writes'}" if name in READ_ONLY else ""
     return (
         f"#!lua name={function}\n"
         f"local KEYS, ARGV\n{head}{pieces}"
-        f"redis.register_function('{function}', function(keys, args)\n"
-        f"KEYS, ARGV = keys, args\n{rest}\nend)\n"
+        f"redis.register_function{{function_name='{function}', callback=function(keys, args)\n"
+        f"KEYS, ARGV = keys, args\n{rest}\nend{flags}}}\n"
     )
 
 
