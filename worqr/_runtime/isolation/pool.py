@@ -203,12 +203,7 @@ class HandlerChild:
         is gone."""
         self.broken = True
         if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(grace)
-            except subprocess.TimeoutExpired:
-                self._kill()
+            self.terminate(grace)
         self.process.wait()
         self._close_pipes()
         self._log.join(LOG_JOIN_SECONDS)
@@ -390,20 +385,23 @@ class ChildPool:
                     child.jobs,
                     child.rss,
                 )
-            self._in_background(_leaving(child, settings.grace, worn))
+            # A broken child was stopped by its run already; a worn one exits
+            # once its input ends, beside its replacement's boot.
+            self._in_background(child if worn else None)
 
-    def _in_background(self, work: Callable[[], None]) -> None:
-        """Run ``work`` (then a replacement's start) on a thread of its own; the
-        caller holds ``_changed``."""
+    def _in_background(self, retiring: HandlerChild | None) -> None:
+        """Close ``retiring`` (if any), then start a replacement, on a thread of
+        its own; the caller holds ``_changed``."""
         if self._closed:
             return
-        thread = threading.Thread(target=self._replace, args=(work,), name="worqr-child-start")
+        thread = threading.Thread(target=self._replace, args=(retiring,), name="worqr-child-start")
         self._background.add(thread)
         thread.start()
 
-    def _replace(self, retire: Callable[[], None]) -> None:
+    def _replace(self, retiring: HandlerChild | None) -> None:
         try:
-            retire()
+            if retiring is not None:
+                retiring.close(self.settings.grace)
             memory = self.settings.max_memory is not None
             while not self._closed:
                 try:
@@ -433,11 +431,3 @@ class ChildPool:
         deadline = time.monotonic() + grace
         for child in children:
             child.close(grace, deadline)
-
-
-def _leaving(child: HandlerChild, grace: float, worn: bool) -> Callable[[], None]:
-    """What ends a child that leaves the pool: a worn one is let exit, a broken
-    one was stopped by its run already (its reaping is all that is left)."""
-    if worn:
-        return lambda: child.close(grace)
-    return lambda: child.stop(grace)
