@@ -16,7 +16,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._checks import flag
 from .._clients.async_client import AsyncWorqr
@@ -36,13 +36,15 @@ from .lane_setup import make_lanes
 from .lanes import Lanes
 from .lifecycle import Lifecycle, until_answered
 from .pace import HandlerPace
-from .probes import ProbeServer
 from .progress import PULLER_PREFIX, Watched, WorkerChecks
 from .pulling import Puller
 from .registry import HandlerRegistry, isolate
 from .running import Handler, Reason
 from .settings import WorkerSettings
 from .threads import HandlerThreads
+
+if TYPE_CHECKING:
+    from .probes import ProbeServer
 
 logger = logging.getLogger("worqr.worker")
 
@@ -276,6 +278,10 @@ class Worker(HandlerRegistry, Lifecycle):
             await asyncio.to_thread(self._children.close)
 
     def _serve_probes(self, port: int, host: str) -> None:
+        # Imported here: `http.server` (and `email`, `html`, ...) adds a tenth of
+        # worqr's import time to every worker, most of which serve no probes.
+        from .probes import ProbeServer
+
         try:
             self._probes = ProbeServer(self.health_checks(self.settings.livez_after), port, host)
         except OSError as error:
